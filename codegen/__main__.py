@@ -1,0 +1,98 @@
+"""Command line: python -m codegen ROBOT.yaml [--out DIR] [--force] [--print]
+
+Exit codes: 0 success, 1 invalid description, 2 bad command line,
+3 build or self-check failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from . import __version__
+from .errors import BuildError, DescriptionError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m codegen",
+        description="Derive the dynamic model of a robot description, emit C, compile it into a Python "
+                    "extension module (cached) and self-check it.")
+    parser.add_argument("description", help="robot description (YAML), e.g. robots/rr.yaml")
+    parser.add_argument("--out", metavar="DIR", help="cache directory for compiled modules "
+                        "(default: $ROBODYN_CACHE_DIR, else $XDG_CACHE_HOME/robodyn or ~/.cache/robodyn)")
+    parser.add_argument("--force", action="store_true", help="rebuild even if a cached module exists")
+    parser.add_argument("--print", dest="print_model", action="store_true",
+                        help="print the symbolic model (M, C, g, friction, energies) and exit without building")
+    parser.add_argument("--no-simplify", action="store_true",
+                        help="skip trigonometric simplification (faster derivation, larger expressions)")
+    parser.add_argument("--quiet", action="store_true", help="print only errors and the final summary line")
+    parser.add_argument("--version", action="version", version=f"robodyn codegen {__version__}")
+    return parser
+
+
+def _print_model(path: str, simplify: bool) -> None:
+    import sympy as sp
+
+    from . import derive
+
+    model = derive(path, simplify=simplify)
+    d = model.description
+    print(f"Robot {d.name!r}: {model.n} joints; q = {list(model.q)}")
+    print("Parameters: " + (", ".join(f"{p.name}={p.default:g}" for p in d.parameters) or "none"))
+    print("\nM(q) =")
+    sp.pprint(model.M, wrap_line=False, use_unicode=True)
+    print("\nC(q, qd) =")
+    sp.pprint(model.C, wrap_line=False, use_unicode=True)
+    print("\ng(q) =")
+    sp.pprint(model.g, wrap_line=False, use_unicode=True)
+    print("\nfriction(qd) =")
+    sp.pprint(model.friction, wrap_line=False, use_unicode=True)
+    print("\npotential energy P(q) =")
+    sp.pprint(model.potential_energy, wrap_line=False, use_unicode=True)
+    print("\nkinetic energy = 1/2 qd^T M(q) qd")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.print_model:
+            _print_model(args.description, not args.no_simplify)
+            return 0
+        from .build import ensure_built
+
+        start = time.perf_counter()
+        progress = None if args.quiet else (lambda message: print(f"[codegen] {message}", flush=True))
+        built = ensure_built(args.description, out=args.out, force=args.force, progress=progress,
+                             simplify=not args.no_simplify)
+        elapsed = time.perf_counter() - start
+    except DescriptionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except BuildError as exc:
+        print(f"build failed: {exc}", file=sys.stderr)
+        return 3
+
+    if built.cache_hit:
+        print(f"cache hit: {built.module_path} ({elapsed * 1000:.0f} ms)")
+    else:
+        print(f"built {built.module_path} in {elapsed:.1f} s")
+    if not args.quiet:
+        checks = built.selfcheck.get("checks", [])
+        status = "passed" if built.selfcheck.get("passed") else "FAILED"
+        print(f"self-check {status}:")
+        for check in checks:
+            mark = "ok " if check["passed"] else "BAD"
+            print(f"  {mark} {check['name']:<40} error {check['error']:.2e}  (tolerance {check['tolerance']:.0e})")
+        counts = built.manifest.get("operation_counts", {})
+        if counts:
+            print("operation counts after CSE: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+        print("use it from Python:")
+        print("  import robodyn")
+        print(f"  robot = robodyn.load({args.description!r}" + (f", cache_dir={args.out!r})" if args.out else ")"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

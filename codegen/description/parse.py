@@ -1,0 +1,438 @@
+"""Stage 1: read and validate a robot description (YAML) into RobotDescription.
+
+This is the only stage that reads user input. Every rejection is a
+DescriptionError naming the file, the line and the field path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import keyword
+import math
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import sympy as sp
+
+from .. import geometry
+from ..errors import DescriptionError
+from .expressions import CONSTANTS, FUNCTIONS, ExpressionError, parse_expression, parse_number_literal
+from .model import Inertial, Joint, Limits, Parameter, RobotDescription, Rotor
+from .yaml_source import Located, load_yaml
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ROBOT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+# Symbols the model itself uses; a parameter of the same name would be ambiguous.
+_RESERVED_PATTERN = re.compile(r"^(q|qd|qdd|tau|h)\d*$")
+_C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float
+for goto if inline int long register restrict return short signed sizeof static struct switch typedef
+union unsigned void volatile while _Bool _Complex _Imaginary""".split())
+_RESERVED_NAMES = frozenset(FUNCTIONS) | frozenset(CONSTANTS) | _C_KEYWORDS | {"E", "I", "S", "N", "O", "Q"}
+
+TOP_KEYS = {"name", "description", "parameters", "gravity", "base", "joints", "tool"}
+JOINT_KEYS = {"name", "type", "dh", "mdh", "origin", "axis", "link", "friction", "motor", "limits"}
+DH_KEYS = {"a", "alpha", "d", "theta"}
+ORIGIN_KEYS = {"xyz", "rpy"}
+LINK_KEYS = {"name", "mass", "com", "inertia"}
+INERTIA_KEYS = {"xx", "yy", "zz", "xy", "xz", "yz"}
+FRICTION_KEYS = {"viscous", "coulomb"}
+MOTOR_KEYS = {"inertia", "gear_ratio", "mass", "com", "axis", "transverse_inertia"}
+LIMIT_KEYS = {"lower", "upper", "velocity", "effort"}
+JOINT_TYPES = ("revolute", "prismatic")
+
+TOLERANCE = 1e-12
+
+
+class _Node:
+    """A position in the YAML tree: its value, line and dotted field path."""
+
+    def __init__(self, located: Located, field: str, ctx: "_Context"):
+        self.located = located
+        self.value = located.value
+        self.line = located.line
+        self.field = field
+        self.ctx = ctx
+
+    def error(self, message: str) -> DescriptionError:
+        return DescriptionError(self.ctx.path, self.line, self.field, message)
+
+    def child_field(self, key) -> str:
+        if isinstance(key, int):
+            return f"{self.field}[{key}]"
+        return f"{self.field}.{key}" if self.field else str(key)
+
+    def mapping(self, allowed: set[str], required: tuple[str, ...] = ()) -> "_Node":
+        if not isinstance(self.value, dict):
+            raise self.error(f"expected a mapping with keys {sorted(allowed)}, got {_describe(self.value)}")
+        for key in self.value:
+            if key not in allowed:
+                child = self.located.children[key]
+                hint = _closest(key, allowed)
+                raise DescriptionError(self.ctx.path, child.line, self.child_field(key),
+                                       f"unknown key{hint}; allowed keys: {', '.join(sorted(allowed))}")
+        for key in required:
+            if key not in self.value:
+                raise self.error(f"missing required field '{key}'")
+        return self
+
+    def has(self, key: str) -> bool:
+        return isinstance(self.value, dict) and key in self.value
+
+    def get(self, key) -> "_Node":
+        return _Node(self.located.children[key], self.child_field(key), self.ctx)
+
+    def items(self):
+        for key in self.value:
+            yield key, self.get(key)
+
+    def sequence(self, length: int | None = None) -> list["_Node"]:
+        if not isinstance(self.value, list):
+            raise self.error(f"expected a list, got {_describe(self.value)}")
+        if length is not None and len(self.value) != length:
+            raise self.error(f"expected a list of {length} values, got {len(self.value)}")
+        return [self.get(i) for i in range(len(self.value))]
+
+    def string(self) -> str:
+        if not isinstance(self.value, str):
+            raise self.error(f"expected a string, got {_describe(self.value)}")
+        return self.value
+
+    def expression(self) -> sp.Expr:
+        value = self.value
+        if isinstance(value, bool) or value is None:
+            raise self.error(f"expected a number or an expression, got {_describe(value)}")
+        if isinstance(value, int):
+            return sp.Integer(value)
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise self.error("value must be finite")
+            return parse_number_literal(repr(value))
+        if isinstance(value, str):
+            try:
+                return parse_expression(value, self.ctx.symbols)
+            except ExpressionError as exc:
+                raise self.error(f"invalid expression {value!r}: {exc}") from None
+        raise self.error(f"expected a number or an expression, got {_describe(value)}")
+
+    def constant(self) -> sp.Expr:
+        """An expression that must not depend on parameters."""
+        expr = self.expression()
+        if expr.free_symbols:
+            names = ", ".join(sorted(s.name for s in expr.free_symbols))
+            raise self.error(f"must be a constant, but depends on parameter(s) {names}")
+        return expr
+
+    def vector3(self) -> sp.ImmutableMatrix:
+        return sp.ImmutableMatrix([node.expression() for node in self.sequence(3)])
+
+    def numeric(self, expr: sp.Expr) -> float:
+        """Value of ``expr`` at the parameter defaults (for physical checks)."""
+        value = complex(sp.N(expr.xreplace(self.ctx.defaults), 30))
+        if abs(value.imag) > 1e-12 * max(1.0, abs(value.real)) or not math.isfinite(value.real):
+            raise self.error(f"does not evaluate to a finite real number at the parameter defaults (got {value})")
+        return value.real
+
+
+class _Context:
+    def __init__(self, path: str):
+        self.path = path
+        self.symbols: dict[str, sp.Symbol] = {}
+        self.defaults: dict[sp.Symbol, float] = {}
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"a boolean ({value})"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _closest(key: Any, allowed: set[str]) -> str:
+    import difflib
+
+    match = difflib.get_close_matches(str(key), sorted(allowed), n=1)
+    return f" (did you mean '{match[0]}'?)" if match else ""
+
+
+def _check_identifier(node: _Node, what: str) -> str:
+    name = node.string()
+    if not _IDENTIFIER.match(name):
+        raise node.error(f"{what} {name!r} is not an identifier (letters, digits, underscore; not starting with a digit)")
+    if keyword.iskeyword(name) or name in _RESERVED_NAMES or _RESERVED_PATTERN.match(name):
+        raise node.error(f"{what} {name!r} is a reserved name")
+    return name
+
+
+def _parse_parameters(root: _Node, ctx: _Context) -> tuple[Parameter, ...]:
+    if not root.has("parameters"):
+        return ()
+    node = root.get("parameters")
+    if node.value is None:
+        return ()
+    if not isinstance(node.value, dict):
+        raise node.error(f"expected a mapping of parameter names to default values, got {_describe(node.value)}")
+    parameters = []
+    for key, child in node.items():
+        key_node = _Node(Located(key, child.line), child.field, ctx)
+        name = _check_identifier(key_node, "parameter name")
+        value = child.value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise child.error(f"a parameter default must be a number, got {_describe(value)}")
+        if not math.isfinite(float(value)):
+            raise child.error("a parameter default must be finite")
+        symbol = sp.Symbol(name, real=True)
+        parameters.append(Parameter(name, float(value), symbol))
+        ctx.symbols[name] = symbol
+        ctx.defaults[symbol] = float(value)
+    return tuple(parameters)
+
+
+def _parse_origin(node: _Node) -> sp.Matrix:
+    node.mapping(ORIGIN_KEYS)
+    xyz = node.get("xyz").vector3() if node.has("xyz") else sp.zeros(3, 1)
+    angles = node.get("rpy").vector3() if node.has("rpy") else sp.zeros(3, 1)
+    return geometry.homogeneous(geometry.rpy(*angles), xyz)
+
+
+def _parse_axis(node: _Node) -> sp.ImmutableMatrix:
+    components = [child.constant() for child in node.sequence(3)]
+    norm_squared = sum(c**2 for c in components)
+    if abs(node.numeric(norm_squared)) < 1e-12:
+        raise node.error("axis must not be the zero vector")
+    norm = sp.sqrt(norm_squared)
+    return sp.ImmutableMatrix([sp.nsimplify(c / norm) if c.is_Float else sp.simplify(c / norm) for c in components])
+
+
+def _parse_inertial(node: _Node, owner: str) -> tuple[str | None, Inertial]:
+    node.mapping(LINK_KEYS, required=("mass",))
+    name = _check_identifier(node.get("name"), "link name") if node.has("name") else None
+    mass_node = node.get("mass")
+    mass = mass_node.expression()
+    if mass_node.numeric(mass) < 0:
+        raise mass_node.error(f"mass must not be negative (got {mass_node.numeric(mass):g} at the parameter defaults)")
+    com = node.get("com").vector3() if node.has("com") else sp.ImmutableMatrix([0, 0, 0])
+    planar = False
+    inertia = sp.zeros(3, 3)
+    if node.has("inertia"):
+        inertia_node = node.get("inertia").mapping(INERTIA_KEYS)
+        given = set(inertia_node.value)
+        if not given:
+            raise inertia_node.error("give at least one component (xx, yy, zz, xy, xz, yz)")
+        planar = given == {"zz"}
+        index = {"xx": (0, 0), "yy": (1, 1), "zz": (2, 2), "xy": (0, 1), "xz": (0, 2), "yz": (1, 2)}
+        for key, child in inertia_node.items():
+            i, j = index[key]
+            inertia[i, j] = inertia[j, i] = child.expression()
+        _check_inertia(inertia_node, inertia, planar)
+    return name, Inertial(mass, com, sp.ImmutableMatrix(inertia), planar)
+
+
+def _check_inertia(node: _Node, inertia: sp.Matrix, planar: bool) -> None:
+    values = np.array([[node.numeric(inertia[i, j]) for j in range(3)] for i in range(3)])
+    scale = max(1.0, float(np.abs(values).max()))
+    if planar:
+        if values[2, 2] < -TOLERANCE * scale:
+            raise node.error(f"zz must not be negative (got {values[2, 2]:g} at the parameter defaults)")
+        return
+    eigenvalues = np.linalg.eigvalsh(values)
+    if eigenvalues[0] < -1e-9 * scale:
+        raise node.error("inertia tensor is not positive semi-definite "
+                         f"(principal moments {', '.join(f'{e:g}' for e in eigenvalues)})")
+    a, b, c = eigenvalues
+    for first, second, third in ((a, b, c), (b, c, a), (c, a, b)):
+        if first + second < third - 1e-9 * scale:
+            raise node.error("inertia tensor violates the triangle inequality: principal moments "
+                             f"{a:g}, {b:g}, {c:g} cannot belong to a real body (each must be <= the sum of the other two)")
+
+
+def _parse_rotor(node: _Node, joint_axis: sp.ImmutableMatrix) -> Rotor:
+    node.mapping(MOTOR_KEYS, required=("inertia",))
+    fields = {}
+    for key in ("inertia", "mass", "transverse_inertia"):
+        if node.has(key):
+            child = node.get(key)
+            fields[key] = child.expression()
+            if child.numeric(fields[key]) < 0:
+                raise child.error(f"{key} must not be negative")
+        else:
+            fields[key] = sp.Integer(0)
+    if node.has("gear_ratio"):
+        child = node.get("gear_ratio")
+        gear_ratio = child.expression()
+        if child.numeric(gear_ratio) == 0:
+            raise child.error("gear_ratio must not be zero")
+    else:
+        gear_ratio = sp.Integer(1)
+    com = node.get("com").vector3() if node.has("com") else sp.ImmutableMatrix([0, 0, 0])
+    axis = _parse_axis(node.get("axis")) if node.has("axis") else joint_axis
+    return Rotor(fields["inertia"], gear_ratio, fields["mass"], com, axis, fields["transverse_inertia"])
+
+
+def _optional_float(node: _Node, key: str) -> float | None:
+    if not node.has(key):
+        return None
+    child = node.get(key)
+    return child.numeric(child.expression())
+
+
+def _parse_joint(node: _Node, index: int, names: dict[str, int], link_names: dict[str, int]) -> Joint:
+    node.mapping(JOINT_KEYS, required=("name", "type", "link"))
+    name_node = node.get("name")
+    name = _check_identifier(name_node, "joint name")
+    if name in names:
+        raise name_node.error(f"duplicate joint name {name!r} (first used by joints[{names[name]}])")
+    names[name] = index
+    type_node = node.get("type")
+    kind = type_node.string()
+    if kind not in JOINT_TYPES:
+        hint = " (fixed, continuous, floating and planar joints are not supported in descriptions)" \
+            if kind in ("fixed", "continuous", "floating", "planar") else ""
+        raise type_node.error(f"unknown joint type {kind!r}; expected one of {', '.join(JOINT_TYPES)}{hint}")
+
+    forms = [key for key in ("dh", "mdh", "origin") if node.has(key)]
+    if len(forms) > 1:
+        raise node.error(f"give only one of dh, mdh or origin/axis (got {', '.join(forms)})")
+    if forms and forms[0] in ("dh", "mdh"):
+        if node.has("axis"):
+            raise node.get("axis").error(f"'axis' cannot be combined with '{forms[0]}': DH joints move along/about z")
+        dh_node = node.get(forms[0]).mapping(DH_KEYS)
+        values = {key: dh_node.get(key).expression() if dh_node.has(key) else sp.Integer(0) for key in DH_KEYS}
+        build = geometry.dh_standard if forms[0] == "dh" else geometry.dh_modified
+        placement, successor = build(values["a"], values["alpha"], values["d"], values["theta"])
+        axis = sp.ImmutableMatrix([0, 0, 1])
+    else:
+        if not node.has("axis"):
+            raise node.error("missing required field 'axis' (or give 'dh' or 'mdh' parameters)")
+        placement = _parse_origin(node.get("origin")) if node.has("origin") else sp.eye(4)
+        successor = sp.eye(4)
+        axis = _parse_axis(node.get("axis"))
+
+    link_node = node.get("link")
+    link_name, inertial = _parse_inertial(link_node, name)
+    link_name = link_name or f"{name}_link"
+    if link_name in link_names:
+        raise link_node.error(f"duplicate link name {link_name!r}")
+    link_names[link_name] = index
+
+    viscous = coulomb = sp.Integer(0)
+    if node.has("friction"):
+        friction = node.get("friction").mapping(FRICTION_KEYS)
+        for key in FRICTION_KEYS:
+            if friction.has(key):
+                child = friction.get(key)
+                value = child.expression()
+                if child.numeric(value) < 0:
+                    raise child.error(f"{key} friction must not be negative")
+                if key == "viscous":
+                    viscous = value
+                else:
+                    coulomb = value
+    rotor = _parse_rotor(node.get("motor"), axis) if node.has("motor") else None
+
+    limits = Limits(None, None, None, None)
+    if node.has("limits"):
+        limits_node = node.get("limits").mapping(LIMIT_KEYS)
+        limits = Limits(*(_optional_float(limits_node, key) for key in ("lower", "upper", "velocity", "effort")))
+        if limits.lower is not None and limits.upper is not None and limits.lower > limits.upper:
+            raise limits_node.error("lower limit is above upper limit")
+
+    return Joint(name=name, kind=kind, parent=index - 1, placement=sp.ImmutableMatrix(placement), axis=axis,
+                 successor=sp.ImmutableMatrix(successor), link_name=link_name, inertial=inertial,
+                 viscous=viscous, coulomb=coulomb, rotor=rotor, limits=limits, line=node.line)
+
+
+def parse_text(text: str, path: str = "<string>", data: bytes | None = None) -> RobotDescription:
+    """Parse description text; ``path`` is used in messages and for the default name."""
+    ctx = _Context(path)
+    root = _Node(load_yaml(text, path), "", ctx)
+    root.mapping(TOP_KEYS, required=("joints",))
+
+    if root.has("name"):
+        name_node = root.get("name")
+        name = name_node.string()
+        if not _ROBOT_NAME.match(name):
+            raise name_node.error(f"robot name {name!r} must be lower case letters, digits and '_', "
+                                  "starting with a letter, at most 40 characters (it prefixes C symbols)")
+    else:
+        name = re.sub(r"[^a-z0-9_]", "_", Path(path).stem.lower())
+        if not _ROBOT_NAME.match(name):
+            raise root.error(f"cannot derive a robot name from the file name; add a 'name' field")
+    summary = root.get("description").string() if root.has("description") else ""
+
+    parameters = _parse_parameters(root, ctx)
+    gravity = root.get("gravity").vector3() if root.has("gravity") else sp.ImmutableMatrix([0, 0, sp.Rational(-981, 100)])
+    base = _parse_origin(root.get("base")) if root.has("base") else sp.eye(4)
+    tool = _parse_origin(root.get("tool")) if root.has("tool") else sp.eye(4)
+
+    joints_node = root.get("joints")
+    items = joints_node.sequence()
+    if not items:
+        raise joints_node.error("a robot needs at least one joint")
+    names: dict[str, int] = {}
+    link_names: dict[str, int] = {}
+    joints = tuple(_parse_joint(item, i, names, link_names) for i, item in enumerate(items))
+    _check_planar_inertias(items, joints, base)
+    _check_unused_parameters(root, parameters, joints, gravity, base, tool)
+
+    digest = hashlib.sha256(data if data is not None else text.encode()).hexdigest()
+    return RobotDescription(name=name, path=path, source_sha256=digest, summary=summary,
+                            parameters=parameters, gravity=gravity, base=sp.ImmutableMatrix(base),
+                            joints=joints, tool=sp.ImmutableMatrix(tool))
+
+
+def _check_planar_inertias(items: list[_Node], joints: tuple[Joint, ...], base: sp.Matrix) -> None:
+    """Giving only Izz is allowed for links whose rotation keeps their z axis on the base z axis."""
+    q = sp.symbols(f"q1:{len(joints) + 1}", real=True)
+    rotations = []
+    for i, joint in enumerate(joints):
+        parent = base[:3, :3] if joint.parent < 0 else rotations[joint.parent]
+        motion = geometry.screw(joint.kind, sp.Matrix(joint.axis), q[i])[:3, :3]
+        rotation = parent * joint.placement[:3, :3] * motion * joint.successor[:3, :3]
+        rotations.append(rotation)
+        if joint.inertial.planar:
+            z_column = [sp.simplify(e) for e in rotation[:, 2]]
+            if z_column != [0, 0, 1]:
+                inertia = items[i].get("link").get("inertia")
+                raise inertia.error("only zz was given, which is enough only for a link that rotates about the "
+                                    "base z axis; this link's z axis moves, so give the full tensor "
+                                    "(xx, yy, zz and products)")
+
+
+def _check_unused_parameters(root: _Node, parameters, joints, *matrices) -> None:
+    used: set[sp.Symbol] = set()
+    for matrix in matrices:
+        used |= matrix.free_symbols
+    for joint in joints:
+        for item in (joint.placement, joint.successor, joint.inertial.mass, joint.inertial.com,
+                     joint.inertial.inertia, joint.viscous, joint.coulomb):
+            used |= item.free_symbols
+        if joint.rotor is not None:
+            for item in (joint.rotor.inertia, joint.rotor.gear_ratio, joint.rotor.mass, joint.rotor.com,
+                         joint.rotor.transverse_inertia):
+                used |= item.free_symbols
+    params_node = root.get("parameters") if root.has("parameters") else None
+    for parameter in parameters:
+        if parameter.symbol not in used:
+            line = params_node.located.children[parameter.name].line
+            raise DescriptionError(root.ctx.path, line, f"parameters.{parameter.name}",
+                                   "parameter is declared but never used")
+
+
+def parse_file(path: str | Path) -> RobotDescription:
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DescriptionError(str(path), None, "", f"cannot read the description: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DescriptionError(str(path), None, "", f"the description is not UTF-8 text ({exc.reason})") from None
+    return parse_text(text, str(path), data)

@@ -1,0 +1,325 @@
+"""Stage 3: turn a SymbolicModel into C99 sources (text only, no files).
+
+Each routine is a list of output assignments; common subexpressions are
+eliminated across all outputs of a routine. Forward dynamics solves
+M q'' = tau - (C q' + g + friction) + J^T h with an LDL^T factorisation
+unrolled for the robot's fixed number of joints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from .. import __version__
+from ..model.lagrange import SymbolicModel
+from .printer import RobotCPrinter, fold_constants
+
+
+@dataclass(frozen=True)
+class Argument:
+    name: str
+    size: str  # human-readable size for the header comment
+    doc: str
+
+
+@dataclass(frozen=True)
+class RoutineSpec:
+    name: str  # without the robot prefix
+    arguments: tuple[Argument, ...]  # inputs, in order, before p and out
+    output: Argument
+    returns_status: bool = False
+
+
+@dataclass(frozen=True)
+class GeneratedSources:
+    """Everything the build stage needs; file name -> text, plus metadata."""
+
+    robot: str
+    files: dict
+    metadata: dict
+    operation_counts: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+
+
+def _args(*names_sizes_docs) -> tuple[Argument, ...]:
+    return tuple(Argument(*item) for item in names_sizes_docs)
+
+
+def routine_specs(n: int) -> list[RoutineSpec]:
+    q = ("q", f"{n}", "joint positions [rad or m]")
+    qd = ("qd", f"{n}", "joint velocities")
+    qdd = ("qdd", f"{n}", "joint accelerations")
+    tau = ("tau", f"{n}", "joint torques/forces")
+    h = ("h", "6 or NULL", "wrench on the tool origin from the environment: force, moment (base frame)")
+    return [
+        RoutineSpec("mass_matrix", _args(q), Argument("out", f"{n}x{n}", "M(q), row-major")),
+        RoutineSpec("coriolis_matrix", _args(q, qd), Argument("out", f"{n}x{n}", "C(q, qd) from Christoffel symbols, row-major")),
+        RoutineSpec("gravity", _args(q), Argument("out", f"{n}", "g(q) = dP/dq")),
+        RoutineSpec("friction", _args(qd), Argument("out", f"{n}", "Fv qd + Fs sgn(qd)")),
+        RoutineSpec("nonlinear_effects", _args(q, qd), Argument("out", f"{n}", "C(q, qd) qd + g(q) + friction(qd)")),
+        RoutineSpec("inverse_dynamics", _args(q, qd, qdd, h), Argument("out", f"{n}", "tau = M qdd + C qd + g + friction - J^T h")),
+        RoutineSpec("forward_dynamics", _args(q, qd, tau, h), Argument("out", f"{n}", "qdd solving M qdd = tau + J^T h - C qd - g - friction"), True),
+        RoutineSpec("kinetic_energy", _args(q, qd), Argument("out", "1", "0.5 qd^T M qd")),
+        RoutineSpec("potential_energy", _args(q), Argument("out", "1", "gravitational potential energy, zero at the base origin")),
+        RoutineSpec("tool_pose", _args(q), Argument("out", "4x4", "homogeneous transform base -> tool, row-major")),
+        RoutineSpec("tool_jacobian", _args(q), Argument("out", f"6x{n}", "geometric Jacobian of the tool: linear, then angular (base frame), row-major")),
+    ]
+
+
+def _signature(prefix: str, spec: RoutineSpec) -> str:
+    params = [f"const double *restrict {a.name}" if a.name != "h" else "const double *h" for a in spec.arguments]
+    params += ["const double *restrict p", f"double *restrict {spec.output.name}"]
+    result = "int" if spec.returns_status else "void"
+    return f"{result} {prefix}_{spec.name}({', '.join(params)})"
+
+
+class _Emitter:
+    def __init__(self, model: SymbolicModel):
+        self.model = model
+        names: dict[sp.Symbol, str] = {}
+        for group, cname in ((model.q, "q"), (model.qd, "qd"), (model.qdd, "qdd"), (model.tau, "tau"),
+                             (model.wrench, "h"), (model.parameters, "p")):
+            for index, symbol in enumerate(group):
+                names[symbol] = f"{cname}[{index}]"
+        self.names = names
+        self.operation_counts: dict[str, int] = {}
+
+    def block(self, assignments: list[tuple[str, sp.Expr]], tag: str, indent: str = "    ",
+              declare: bool = False) -> list[str]:
+        """CSE over all right-hand sides, then C statements ``target = value;``."""
+        targets = [t for t, _ in assignments]
+        exprs = [fold_constants(sp.sympify(e)) for _, e in assignments]
+        temporaries = sp.numbered_symbols(f"{tag}_")
+        replacements, reduced = sp.cse(exprs, symbols=temporaries, optimizations="basic", order="canonical")
+        names = dict(self.names)
+        for symbol, _ in replacements:
+            names[symbol] = symbol.name
+        printer = RobotCPrinter(names)
+        lines = []
+        ops = 0
+        for symbol, value in replacements:
+            lines.append(f"{indent}const double {symbol.name} = {printer.doprint(value)};")
+            ops += sp.count_ops(value)
+        for target, value in zip(targets, reduced):
+            lhs = f"const double {target}" if declare else target
+            lines.append(f"{indent}{lhs} = {printer.doprint(value)};")
+            ops += sp.count_ops(value)
+        self.operation_counts[tag] = self.operation_counts.get(tag, 0) + int(ops)
+        return lines
+
+
+def _matrix_assignments(matrix: sp.Matrix, target: str) -> list[tuple[str, sp.Expr]]:
+    rows, cols = matrix.shape
+    return [(f"{target}[{i * cols + j}]", matrix[i, j]) for i in range(rows) for j in range(cols)]
+
+
+def _wrench_term(model: SymbolicModel) -> sp.Matrix:
+    return model.tool_jacobian.T * sp.Matrix(model.wrench)
+
+
+def _ldlt_solve(n: int, indent: str = "    ") -> list[str]:
+    """Unrolled LDL^T of the symmetric matrix in m_i_j (lower part) and solve for rhs_i.
+
+    Returns -1 when a pivot is not positive (M not positive definite)."""
+    lines = [f"{indent}/* LDL^T factorisation, unrolled for n = {n}: M = L D L^T, L unit lower triangular. */"]
+    for j in range(n):
+        terms = " - ".join([f"l_{j}_{k} * l_{j}_{k} * d_{k}" for k in range(j)])
+        lines.append(f"{indent}const double d_{j} = m_{j}_{j}{' - ' + terms if terms else ''};")
+        lines.append(f"{indent}if (!(d_{j} > 0.0)) return -1;")
+        for i in range(j + 1, n):
+            terms = " - ".join([f"l_{i}_{k} * l_{j}_{k} * d_{k}" for k in range(j)])
+            lines.append(f"{indent}const double l_{i}_{j} = (m_{i}_{j}{' - ' + terms if terms else ''}) / d_{j};")
+    lines.append(f"{indent}/* Solve L y = rhs, D z = y, L^T x = z. */")
+    for i in range(n):
+        terms = " - ".join([f"l_{i}_{k} * y_{k}" for k in range(i)])
+        lines.append(f"{indent}const double y_{i} = rhs_{i}{' - ' + terms if terms else ''};")
+    for i in reversed(range(n)):
+        terms = " - ".join([f"l_{k}_{i} * out[{k}]" for k in range(i + 1, n)])
+        lines.append(f"{indent}out[{i}] = y_{i} / d_{i}{' - ' + terms if terms else ''};")
+    lines.append(f"{indent}return 0;")
+    return lines
+
+
+def _routine_bodies(model: SymbolicModel, emitter: _Emitter) -> dict[str, list[str]]:
+    n = model.n
+    qd = sp.Matrix(model.qd)
+    qdd = sp.Matrix(model.qdd)
+    coriolis = model.C * qd
+    bias = coriolis + model.g + model.friction
+    bodies: dict[str, list[str]] = {}
+    bodies["mass_matrix"] = emitter.block(_matrix_assignments(model.M, "out"), "mass_matrix")
+    bodies["coriolis_matrix"] = emitter.block(_matrix_assignments(model.C, "out"), "coriolis_matrix")
+    bodies["gravity"] = emitter.block(_matrix_assignments(model.g, "out"), "gravity")
+    bodies["friction"] = emitter.block(_matrix_assignments(model.friction, "out"), "friction")
+    bodies["nonlinear_effects"] = emitter.block(_matrix_assignments(bias, "out"), "nonlinear_effects")
+
+    tau = model.M * qdd + bias
+    wrench = _wrench_term(model)
+    body = emitter.block(_matrix_assignments(tau, "out"), "inverse_dynamics")
+    body.append("    if (h) {")
+    body += emitter.block([(f"const double jth_{i}", wrench[i]) for i in range(n)], "inverse_dynamics_wrench", "        ")
+    body += [f"        out[{i}] -= jth_{i};" for i in range(n)]
+    body.append("    }")
+    bodies["inverse_dynamics"] = body
+
+    lower = [(f"m_{i}_{j}", model.M[i, j]) for i in range(n) for j in range(i + 1)]
+    rhs = [(f"rhs_{i}", model.tau[i] - bias[i]) for i in range(n)]
+    body = [f"    double rhs_{i};" for i in range(n)]
+    block = emitter.block(lower + [(f"b_{i}", model.tau[i] - bias[i]) for i in range(n)], "forward_dynamics",
+                          declare=True)
+    body += block
+    body += [f"    rhs_{i} = b_{i};" for i in range(n)]
+    body.append("    if (h) {")
+    body += emitter.block([(f"const double jth_{i}", wrench[i]) for i in range(n)], "forward_dynamics_wrench", "        ")
+    body += [f"        rhs_{i} += jth_{i};" for i in range(n)]
+    body.append("    }")
+    body += _ldlt_solve(n)
+    bodies["forward_dynamics"] = body
+    del rhs
+
+    bodies["kinetic_energy"] = emitter.block([("out[0]", model.kinetic_energy)], "kinetic_energy")
+    bodies["potential_energy"] = emitter.block([("out[0]", model.potential_energy)], "potential_energy")
+    bodies["tool_pose"] = emitter.block(_matrix_assignments(model.tool_pose, "out"), "tool_pose")
+    bodies["tool_jacobian"] = emitter.block(_matrix_assignments(model.tool_jacobian, "out"), "tool_jacobian")
+    return bodies
+
+
+def _c_string(text: str) -> str:
+    """A C string literal; JSON is ASCII already, so only escapes matter."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("?", "\\?")
+    chunks = [escaped[i:i + 100] for i in range(0, len(escaped), 100)] or [""]
+    # Do not split inside an escape sequence.
+    merged: list[str] = []
+    for chunk in chunks:
+        if merged and merged[-1].endswith("\\") and not merged[-1].endswith("\\\\"):
+            merged[-1] += chunk
+        else:
+            merged.append(chunk)
+    return "\n".join(f'    "{chunk}"' for chunk in merged)
+
+
+def build_metadata(model: SymbolicModel) -> dict:
+    description = model.description
+    return {
+        "generator": "robodyn-codegen",
+        "generator_version": __version__,
+        "robot": description.name,
+        "summary": description.summary,
+        "source_sha256": description.source_sha256,
+        "n": model.n,
+        "joint_names": [j.name for j in description.joints],
+        "joint_types": [j.kind for j in description.joints],
+        "link_names": [j.link_name for j in description.joints],
+        "limits": [{"lower": j.limits.lower, "upper": j.limits.upper, "velocity": j.limits.velocity,
+                    "effort": j.limits.effort} for j in description.joints],
+        "parameters": [{"name": p.name, "default": p.default} for p in description.parameters],
+        "method": "lagrange",
+    }
+
+
+def emit(model: SymbolicModel) -> GeneratedSources:
+    """Generate the C header, the C source and the Cython declarations."""
+    start = time.perf_counter()
+    description = model.description
+    prefix = description.name
+    macro = prefix.upper()
+    n = model.n
+    emitter = _Emitter(model)
+    specs = routine_specs(n)
+    bodies = _routine_bodies(model, emitter)
+    metadata = build_metadata(model)
+    metadata_json = json.dumps(metadata, sort_keys=True, separators=(",", ":"))
+
+    parameter_lines = [f" *   p[{i}] = {p.name} (default {p.default!r})" for i, p in enumerate(description.parameters)]
+    if not parameter_lines:
+        parameter_lines = [" *   (none; p may be any pointer, it is not read)"]
+    routine_lines = []
+    for spec in specs:
+        routine_lines.append(f" *   {_signature(prefix, spec)}")
+        for argument in (*spec.arguments, Argument("p", str(len(description.parameters)), "parameters"), spec.output):
+            routine_lines.append(f" *       {argument.name:<4} [{argument.size}] {argument.doc}")
+    header_comment = "\n".join([
+        "/*",
+        f" * Dynamics of robot '{prefix}', generated by robodyn codegen {__version__}.",
+        f" * Description SHA-256: {description.source_sha256}",
+        " * Do not edit: regenerate from the description instead.",
+        " *",
+        f" * Model: M(q) qdd + C(q, qd) qd + g(q) + Fv qd + Fs sgn(qd) = tau + J(q)^T h   (n = {n})",
+        " * Joint order: " + ", ".join(f"{i}:{j.name}({j.kind})" for i, j in enumerate(description.joints)),
+        " * Arrays are double, row-major; outputs must not overlap inputs.",
+        " * Parameters (runtime-settable, array p):",
+        *parameter_lines,
+        " * Routines (arguments in order):",
+        *routine_lines,
+        " */",
+    ])
+
+    header = "\n".join([
+        header_comment,
+        f"#ifndef {macro}_DYNAMICS_H",
+        f"#define {macro}_DYNAMICS_H",
+        "",
+        f"#define {macro}_NDOF {n}",
+        f"#define {macro}_NPARAMS {len(description.parameters)}",
+        "",
+        "#ifdef __cplusplus",
+        'extern "C" {',
+        "#endif",
+        "",
+        f"extern const char {prefix}_metadata_json[];",
+        *[_signature(prefix, spec) + ";" for spec in specs],
+        "",
+        "#ifdef __cplusplus",
+        "}",
+        "#endif",
+        "",
+        f"#endif /* {macro}_DYNAMICS_H */",
+        "",
+    ])
+
+    source_parts = [
+        header_comment,
+        "#include <math.h>",
+        f'#include "{prefix}_dynamics.h"',
+        "",
+        f"const char {prefix}_metadata_json[] =",
+        _c_string(metadata_json) + ";",
+        "",
+    ]
+    for spec in specs:
+        body = bodies[spec.name]
+        unused = [a.name for a in spec.arguments] + ["p"]
+        source_parts.append(_signature(prefix, spec) + " {")
+        used_text = "\n".join(body)
+        for name in unused:
+            if f"{name}[" not in used_text and not (name == "h" and "if (h)" in used_text):
+                source_parts.append(f"    (void){name};")
+        source_parts.extend(body)
+        source_parts.append("}")
+        source_parts.append("")
+    source = "\n".join(source_parts)
+
+    pxd_lines = [
+        f"# Generated by robodyn codegen {__version__} for robot '{prefix}'; maps the static bridge's",
+        f"# names onto this robot's prefixed C symbols. Description SHA-256: {description.source_sha256}",
+        f'cdef extern from "{prefix}_dynamics.h" nogil:',
+        f'    enum: NDOF "{macro}_NDOF"',
+        f'    enum: NPARAMS "{macro}_NPARAMS"',
+        f'    const char* METADATA_JSON "{prefix}_metadata_json"',
+    ]
+    for spec in specs:
+        params = [f"const double* {a.name}" for a in spec.arguments] + ["const double* p", "double* out"]
+        result = "int" if spec.returns_status else "void"
+        pxd_lines.append(f'    {result} {spec.name} "{prefix}_{spec.name}"({", ".join(params)})')
+    pxd = "\n".join(pxd_lines) + "\n"
+
+    files = {f"{prefix}_dynamics.h": header, f"{prefix}_dynamics.c": source, "robot_api.pxd": pxd}
+    content_hash = hashlib.sha256("".join(files[k] for k in sorted(files)).encode()).hexdigest()
+    return GeneratedSources(robot=prefix, files=files, metadata=dict(metadata, content_sha256=content_hash),
+                            operation_counts=dict(emitter.operation_counts),
+                            timings={"emit_s": time.perf_counter() - start})

@@ -1,0 +1,77 @@
+"""Homogeneous transforms as exact SymPy matrices."""
+
+from __future__ import annotations
+
+import sympy as sp
+
+
+def rot_x(angle) -> sp.Matrix:
+    c, s = sp.cos(angle), sp.sin(angle)
+    return sp.Matrix([[1, 0, 0], [0, c, -s], [0, s, c]])
+
+
+def rot_y(angle) -> sp.Matrix:
+    c, s = sp.cos(angle), sp.sin(angle)
+    return sp.Matrix([[c, 0, s], [0, 1, 0], [-s, 0, c]])
+
+
+def rot_z(angle) -> sp.Matrix:
+    c, s = sp.cos(angle), sp.sin(angle)
+    return sp.Matrix([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+
+
+def rot_axis(axis: sp.Matrix, angle) -> sp.Matrix:
+    """Rotation about a unit axis (Rodrigues); exact for the coordinate axes."""
+    x, y, z = (sp.nsimplify(a) if a.is_Float else a for a in axis)
+    if (x, y, z) == (1, 0, 0):
+        return rot_x(angle)
+    if (x, y, z) == (0, 1, 0):
+        return rot_y(angle)
+    if (x, y, z) == (0, 0, 1):
+        return rot_z(angle)
+    if (x, y, z) == (-1, 0, 0):
+        return rot_x(-angle)
+    if (x, y, z) == (0, -1, 0):
+        return rot_y(-angle)
+    if (x, y, z) == (0, 0, -1):
+        return rot_z(-angle)
+    k = sp.Matrix([[0, -z, y], [z, 0, -x], [-y, x, 0]])
+    return sp.eye(3) + sp.sin(angle) * k + (1 - sp.cos(angle)) * (k * k)
+
+
+def rpy(roll, pitch, yaw) -> sp.Matrix:
+    """URDF convention: fixed-axis roll about x, then pitch about y, then yaw about z."""
+    return rot_z(yaw) * rot_y(pitch) * rot_x(roll)
+
+
+def homogeneous(rotation: sp.Matrix | None = None, translation=None) -> sp.Matrix:
+    t = sp.eye(4)
+    if rotation is not None:
+        t[:3, :3] = rotation
+    if translation is not None:
+        t[:3, 3] = sp.Matrix(translation)
+    return t
+
+
+def screw(kind: str, axis: sp.Matrix, value) -> sp.Matrix:
+    """Motion of a joint: rotation about or translation along ``axis``."""
+    if kind == "revolute":
+        return homogeneous(rot_axis(axis, value))
+    return homogeneous(None, axis * value)
+
+
+def dh_standard(a, alpha, d, theta) -> tuple[sp.Matrix, sp.Matrix]:
+    """Split Rz(theta) Tz(d) Tx(a) Rx(alpha) into joint placement and successor.
+
+    The variable part (theta or d) is added by ``screw`` about z; here theta and
+    d are the constant parts, which commute with the joint motion along z.
+    """
+    placement = homogeneous(rot_z(theta), [0, 0, d])
+    successor = homogeneous(rot_x(alpha), [a, 0, 0])
+    return placement, successor
+
+
+def dh_modified(a, alpha, d, theta) -> tuple[sp.Matrix, sp.Matrix]:
+    """Craig's convention: Rx(alpha) Tx(a) Rz(theta) Tz(d)."""
+    placement = homogeneous(rot_x(alpha), [a, 0, 0]) * homogeneous(rot_z(theta), [0, 0, d])
+    return placement, sp.eye(4)

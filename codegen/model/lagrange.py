@@ -1,0 +1,172 @@
+"""Stage 2: the Euler-Lagrange dynamic model of a serial robot, in SymPy.
+
+    M(q) q'' + C(q, q') q' + g(q) + Fv q' + Fs sgn(q') = tau + J(q)^T h
+
+M is assembled from centre-of-mass Jacobians, Σ m Jvᵀ Jv + Jωᵀ R Ī Rᵀ Jω,
+plus the rotors; C from the Christoffel symbols of M, so that Ṁ − 2C is
+skew-symmetric; g = ∂P/∂q. ``h`` is the wrench (force, then moment, in the
+base frame) that the environment exerts on the tool frame origin.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from .. import geometry
+from ..description.model import RobotDescription
+
+
+@dataclass(frozen=True)
+class SymbolicModel:
+    description: RobotDescription
+    q: tuple[sp.Symbol, ...]
+    qd: tuple[sp.Symbol, ...]
+    qdd: tuple[sp.Symbol, ...]
+    tau: tuple[sp.Symbol, ...]
+    wrench: tuple[sp.Symbol, ...]  # fx fy fz mx my mz acting on the tool, base frame
+    parameters: tuple[sp.Symbol, ...]
+    M: sp.ImmutableMatrix
+    C: sp.ImmutableMatrix
+    g: sp.ImmutableMatrix
+    friction: sp.ImmutableMatrix
+    kinetic_energy: sp.Expr
+    potential_energy: sp.Expr
+    link_transforms: tuple[sp.ImmutableMatrix, ...]
+    tool_pose: sp.ImmutableMatrix
+    tool_jacobian: sp.ImmutableMatrix  # 6 x n: linear velocity of the tool origin, then angular velocity
+    timings: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def n(self) -> int:
+        return len(self.q)
+
+    def coriolis_vector(self) -> sp.Matrix:
+        return self.C * sp.Matrix(self.qd)
+
+    def inverse_dynamics(self, with_wrench: bool = True) -> sp.Matrix:
+        """τ = M q̈ + C q̇ + g + friction − Jᵀ h."""
+        tau = self.M * sp.Matrix(self.qdd) + self.coriolis_vector() + self.g + self.friction
+        if with_wrench:
+            tau -= self.tool_jacobian.T * sp.Matrix(self.wrench)
+        return tau
+
+
+def _tidy(expr: sp.Expr, simplify: bool) -> sp.Expr:
+    if not simplify:
+        return sp.expand(expr)
+    return sp.trigsimp(sp.expand(expr))
+
+
+def derive_lagrange(description: RobotDescription, simplify: bool = True) -> SymbolicModel:
+    """Derive M, C, g, friction, energies and tool kinematics of a serial robot."""
+    start = time.perf_counter()
+    n = description.n
+    q = sp.symbols(f"q1:{n + 1}", real=True)
+    qd = sp.symbols(f"qd1:{n + 1}", real=True)
+    qdd = sp.symbols(f"qdd1:{n + 1}", real=True)
+    tau = sp.symbols(f"tau1:{n + 1}", real=True)
+    wrench = sp.symbols("h_fx h_fy h_fz h_mx h_my h_mz", real=True)
+    gravity = sp.Matrix(description.gravity)
+
+    # Forward kinematics: joint frames (before the motion) and link frames.
+    link_frames: list[sp.Matrix] = []
+    joint_frames: list[sp.Matrix] = []
+    for i, joint in enumerate(description.joints):
+        parent = sp.Matrix(description.base) if joint.parent < 0 else link_frames[joint.parent]
+        frame = parent * sp.Matrix(joint.placement)
+        joint_frames.append(frame)
+        link = frame * geometry.screw(joint.kind, sp.Matrix(joint.axis), q[i]) * sp.Matrix(joint.successor)
+        link_frames.append(link.applyfunc(lambda e: sp.trigsimp(e) if simplify else e))
+
+    axes = [joint_frames[i][:3, :3] * sp.Matrix(joint.axis) for i, joint in enumerate(description.joints)]
+    origins = [joint_frames[i][:3, 3] for i in range(n)]
+
+    def ancestors(link: int) -> list[int]:
+        chain = []
+        while link >= 0:
+            chain.append(link)
+            link = description.joints[link].parent
+        return chain
+
+    def point_jacobian(point: sp.Matrix, link: int) -> tuple[sp.Matrix, sp.Matrix]:
+        """Geometric Jacobian of a point fixed to ``link`` (link = -1: the base)."""
+        jv, jw = sp.zeros(3, n), sp.zeros(3, n)
+        for j in ancestors(link):
+            if description.joints[j].kind == "revolute":
+                jv[:, j] = axes[j].cross(point - origins[j])
+                jw[:, j] = axes[j]
+            else:
+                jv[:, j] = axes[j]
+        return jv, jw
+
+    M = sp.zeros(n, n)
+    potential = sp.Integer(0)
+    for i, joint in enumerate(description.joints):
+        inertial = joint.inertial
+        frame = link_frames[i]
+        rotation = frame[:3, :3]
+        com = (frame * sp.Matrix([*inertial.com, 1]))[:3, 0]
+        jv, jw = point_jacobian(com, i)
+        M += inertial.mass * jv.T * jv + jw.T * rotation * sp.Matrix(inertial.inertia) * rotation.T * jw
+        potential -= inertial.mass * (gravity.T * com)[0, 0]
+
+        rotor = joint.rotor
+        if rotor is not None:
+            # The rotor rides on the parent link and spins at gear_ratio * qd_i about its axis.
+            joint_frame = joint_frames[i]
+            r = joint_frame[:3, :3]
+            rotor_com = (joint_frame * sp.Matrix([*rotor.com, 1]))[:3, 0]
+            jv_m, jw_m = point_jacobian(rotor_com, joint.parent)
+            spin_axis = r * sp.Matrix(rotor.axis)
+            jw_m[:, i] += rotor.gear_ratio * spin_axis
+            a = sp.Matrix(rotor.axis)
+            # Axisymmetric rotor: its inertia does not depend on its spin angle.
+            inertia_m = rotor.transverse_inertia * (sp.eye(3) - a * a.T) + rotor.inertia * (a * a.T)
+            M += rotor.mass * jv_m.T * jv_m + jw_m.T * r * inertia_m * r.T * jw_m
+            potential -= rotor.mass * (gravity.T * rotor_com)[0, 0]
+
+    M = M.applyfunc(lambda e: _tidy(e, simplify))
+    # Exact symmetry, whatever the simplifier did to the two triangles.
+    for a_ in range(n):
+        for b_ in range(a_ + 1, n):
+            M[b_, a_] = M[a_, b_]
+    t_mass = time.perf_counter()
+
+    # Christoffel symbols of the first kind: c_ijk = ½(∂M_kj/∂q_i + ∂M_ki/∂q_j − ∂M_ij/∂q_k),
+    # C_kj = Σ_i c_ijk q̇_i.
+    dM = [M.diff(q[k]) for k in range(n)]
+    C = sp.zeros(n, n)
+    for k in range(n):
+        for j in range(n):
+            entry = sp.Integer(0)
+            for i in range(n):
+                c_ijk = (dM[i][k, j] + dM[j][k, i] - dM[k][i, j]) / 2
+                entry += c_ijk * qd[i]
+            C[k, j] = _tidy(entry, simplify)
+    t_coriolis = time.perf_counter()
+
+    potential = _tidy(potential, simplify)
+    g = sp.Matrix([_tidy(potential.diff(q[k]), simplify) for k in range(n)])
+    friction = sp.Matrix([joint.viscous * qd[i] + joint.coulomb * sp.sign(qd[i])
+                          for i, joint in enumerate(description.joints)])
+    kinetic = (sp.Matrix(qd).T * M * sp.Matrix(qd))[0, 0] / 2
+
+    tool = link_frames[-1] * sp.Matrix(description.tool)
+    tool = tool.applyfunc(lambda e: _tidy(e, simplify))
+    jv_t, jw_t = point_jacobian(tool[:3, 3], n - 1)
+    jacobian = sp.Matrix.vstack(jv_t, jw_t).applyfunc(lambda e: _tidy(e, simplify))
+    end = time.perf_counter()
+
+    return SymbolicModel(
+        description=description, q=q, qd=qd, qdd=qdd, tau=tau, wrench=wrench,
+        parameters=description.parameter_symbols,
+        M=sp.ImmutableMatrix(M), C=sp.ImmutableMatrix(C), g=sp.ImmutableMatrix(g),
+        friction=sp.ImmutableMatrix(friction), kinetic_energy=kinetic, potential_energy=potential,
+        link_transforms=tuple(sp.ImmutableMatrix(t) for t in link_frames),
+        tool_pose=sp.ImmutableMatrix(tool), tool_jacobian=sp.ImmutableMatrix(jacobian),
+        timings={"mass_matrix_s": t_mass - start, "coriolis_s": t_coriolis - t_mass,
+                 "rest_s": end - t_coriolis, "total_s": end - start},
+    )

@@ -1,0 +1,29 @@
+"""robodyn: fast, verified rigid-body dynamics generated from a robot description.
+
+    import robodyn
+    rr = robodyn.load("robots/rr.yaml")   # builds on first use, then reuses the cache
+    tau = rr.inverse_dynamics(q, qd, qdd)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .robot import Parameters, Robot
+
+__version__ = "0.1.0"
+__all__ = ["load", "Robot", "Parameters", "__version__"]
+
+
+def load(path, cache_dir=None, force: bool = False, verbose: bool = False) -> Robot:
+    """Load a robot description, generating and compiling it on first use.
+
+    ``cache_dir`` defaults to $ROBODYN_CACHE_DIR, else ~/.cache/robodyn;
+    ``force`` rebuilds even when a cached module exists.
+    """
+    from codegen.build import ensure_built, import_module
+
+    progress = print if verbose else None
+    built = ensure_built(path, out=cache_dir, force=force, progress=progress)
+    module = import_module(built.module_name, built.module_path)
+    return Robot(module, built.manifest, built.selfcheck, Path(path))
