@@ -29,7 +29,7 @@ _RESERVED_PATTERN = re.compile(r"^(q|qd|qdd|tau|h)\d*$")
 _C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float
 for goto if inline int long register restrict return short signed sizeof static struct switch typedef
 union unsigned void volatile while _Bool _Complex _Imaginary""".split())
-_RESERVED_NAMES = frozenset(FUNCTIONS) | frozenset(CONSTANTS) | _C_KEYWORDS | {"E", "I", "S", "N", "O", "Q"}
+_RESERVED_NAMES = frozenset(FUNCTIONS) | frozenset(CONSTANTS) | _C_KEYWORDS
 
 TOP_KEYS = {"name", "description", "parameters", "gravity", "base", "joints", "tool"}
 JOINT_KEYS = {"name", "type", "dh", "mdh", "origin", "axis", "link", "friction", "motor", "limits"}

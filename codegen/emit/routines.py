@@ -233,6 +233,7 @@ def emit(model: SymbolicModel) -> GeneratedSources:
     specs = routine_specs(n)
     bodies = _routine_bodies(model, emitter)
     metadata = build_metadata(model)
+    metadata["operation_counts"] = dict(sorted(emitter.operation_counts.items()))
     metadata_json = json.dumps(metadata, sort_keys=True, separators=(",", ":"))
 
     parameter_lines = [f" *   p[{i}] = {p.name} (default {p.default!r})" for i, p in enumerate(description.parameters)]
