@@ -33,6 +33,8 @@ CONSTANTS: dict[str, sp.Expr] = {"pi": sp.pi}
 
 MAX_LENGTH = 500
 MAX_DEPTH = 50
+MAX_EXPONENT = 16  # exact integer powers grow fast: 9^9^9 would take hours
+MAX_LITERAL = 1e100
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
@@ -72,6 +74,9 @@ def _tokenize(text: str) -> list[_Token]:
 
 def parse_number_literal(text: str) -> sp.Rational:
     """Exact rational value of a decimal literal such as ``0.1`` or ``1e-3``."""
+    magnitude = abs(float(text))
+    if magnitude > MAX_LITERAL or (magnitude != 0.0 and magnitude < 1.0 / MAX_LITERAL):
+        raise ExpressionError(f"number {text} is out of range (magnitudes from 1e-100 to 1e100)")
     frac = Fraction(text)
     return sp.Rational(frac.numerator, frac.denominator)
 
@@ -144,8 +149,12 @@ class _Parser:
     def power(self) -> sp.Expr:
         base = self.atom()
         if self.peek().text in ("^", "**"):
-            self.take()
+            token = self.take()
             exponent = self.unary()
+            if exponent.free_symbols or not exponent.is_number or not exponent.is_real \
+                    or abs(float(exponent)) > MAX_EXPONENT:
+                raise ExpressionError(f"the exponent at column {token.column} must be a constant between "
+                                      f"-{MAX_EXPONENT} and {MAX_EXPONENT}")
             return base ** exponent
         return base
 

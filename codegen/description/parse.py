@@ -431,8 +431,14 @@ def parse_file(path: str | Path) -> RobotDescription:
         data = path.read_bytes()
     except OSError as exc:
         raise DescriptionError(str(path), None, "", f"cannot read the description: {exc.strerror}") from None
+    return parse_text(decode_description(data, str(path)), str(path), data)
+
+
+def decode_description(data: bytes, path: str) -> str:
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DescriptionError(str(path), None, "", f"the description is not UTF-8 text ({exc.reason})") from None
-    return parse_text(text, str(path), data)
+        line = data[:exc.start].count(b"\n") + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DescriptionError(path, line, "", f"the description is not UTF-8 text "
+                               f"({exc.reason} at column {column})") from None

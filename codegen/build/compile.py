@@ -1,0 +1,65 @@
+"""Compile generated sources into a Python extension module with Cython + setuptools.
+
+The compiler runs in a child process whose working directory is the build
+directory (we never chdir ourselves); its whole output is kept and attached
+to BuildError on failure.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from ..errors import BuildError
+from .cache import COMPILE_FLAGS
+
+BRIDGE = Path(__file__).resolve().parent / "bridge.pyx"
+
+_SETUP_TEMPLATE = '''\
+# Build script written by robodyn codegen; run as: python {script} build_ext --inplace
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+extension = Extension(
+    {module!r},
+    sources=[{pyx!r}, {csource!r}],
+    include_dirs=[numpy.get_include(), "."],
+    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    extra_compile_args={flags!r},
+)
+setup(
+    name={module!r},
+    ext_modules=cythonize([extension], language_level=3, quiet=True),
+    script_args=["build_ext", "--inplace"],
+)
+'''
+
+
+def write_build_tree(directory: Path, module_name: str, files: dict[str, str], robot: str) -> Path:
+    """Write generated files, the static bridge and the build script; return the script path."""
+    for name, text in files.items():
+        (directory / name).write_text(text, encoding="utf-8")
+    (directory / f"{module_name}.pyx").write_bytes(BRIDGE.read_bytes())
+    script = directory / "build_module.py"
+    script.write_text(_SETUP_TEMPLATE.format(script=script.name, module=module_name, pyx=f"{module_name}.pyx",
+                                             csource=f"{robot}_dynamics.c", flags=list(COMPILE_FLAGS)),
+                      encoding="utf-8")
+    return script
+
+
+def compile_module(directory: Path, script: Path, module_path: Path, timeout: float = 600.0) -> str:
+    """Run the build script; return its log. Raises BuildError with the log on failure."""
+    command = [sys.executable, script.name]
+    try:
+        result = subprocess.run(command, cwd=directory, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        log = (exc.stdout or "") + (exc.stderr or "") if isinstance(exc.stdout, str) else ""
+        raise BuildError(f"compilation timed out after {timeout:.0f} s in {directory}", command, None, log) from None
+    log = result.stdout + result.stderr
+    if result.returncode != 0:
+        raise BuildError(f"compilation failed in {directory}", command, result.returncode, log)
+    if not module_path.is_file():
+        raise BuildError(f"compilation produced no {module_path.name} in {directory}", command, result.returncode, log)
+    return log

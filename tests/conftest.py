@@ -1,0 +1,58 @@
+"""Shared fixtures: example robots are built once per test session into a private cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ROBOTS = ROOT / "robots"
+EXAMPLES = ("pendulum", "rr", "rp", "pr", "pp", "rrr")
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("robodyn-cache")
+
+
+_loaded: dict = {}
+
+
+@pytest.fixture(scope="session")
+def load(cache_dir):
+    """load(name) -> robodyn.Robot for robots/<name>.yaml, built once per session."""
+    import robodyn
+
+    def _load(name: str):
+        if name not in _loaded:
+            _loaded[name] = robodyn.load(ROBOTS / f"{name}.yaml", cache_dir=cache_dir)
+        robot = _loaded[name]
+        robot.params.reset()
+        return robot
+
+    return _load
+
+
+@pytest.fixture(scope="session")
+def derived():
+    """derived(name) -> SymbolicModel of robots/<name>.yaml (cached)."""
+    import codegen
+
+    models: dict = {}
+
+    def _derive(name: str):
+        if name not in models:
+            models[name] = codegen.derive(ROBOTS / f"{name}.yaml")
+        return models[name]
+
+    return _derive
+
+
+def random_state(robot, rng: np.random.Generator):
+    q = np.empty(robot.n)
+    for i, kind in enumerate(robot.joint_types):
+        q[i] = rng.uniform(-np.pi, np.pi) if kind == "revolute" else rng.uniform(0.2, 1.0)
+    qd = rng.uniform(-2, 2, robot.n)
+    return q, qd
