@@ -210,7 +210,7 @@ def _parse_axis(node: _Node) -> sp.ImmutableMatrix:
     return sp.ImmutableMatrix([sp.nsimplify(c / norm) if c.is_Float else sp.simplify(c / norm) for c in components])
 
 
-def _parse_inertial(node: _Node, owner: str) -> tuple[str | None, Inertial]:
+def _parse_inertial(node: _Node) -> tuple[str | None, Inertial]:
     node.mapping(LINK_KEYS, required=("mass",))
     name = _check_identifier(node.get("name"), "link name") if node.has("name") else None
     mass_node = node.get("mass")
@@ -315,7 +315,7 @@ def _parse_joint(node: _Node, index: int, names: dict[str, int], link_names: dic
         axis = _parse_axis(node.get("axis"))
 
     link_node = node.get("link")
-    link_name, inertial = _parse_inertial(link_node, name)
+    link_name, inertial = _parse_inertial(link_node)
     link_name = link_name or f"{name}_link"
     if link_name in link_names:
         raise link_node.error(f"duplicate link name {link_name!r}")
@@ -388,7 +388,7 @@ def parse_text(text: str, path: str = "<string>", data: bytes | None = None) -> 
 
 
 def _check_planar_inertias(items: list[_Node], joints: tuple[Joint, ...], base: sp.Matrix) -> None:
-    """Giving only Izz is allowed for links whose rotation keeps their z axis on the base z axis."""
+    """Giving only Izz is allowed for links whose z axis keeps a fixed direction."""
     q = sp.symbols(f"q1:{len(joints) + 1}", real=True)
     rotations = []
     for i, joint in enumerate(joints):
@@ -396,13 +396,12 @@ def _check_planar_inertias(items: list[_Node], joints: tuple[Joint, ...], base: 
         motion = geometry.screw(joint.kind, sp.Matrix(joint.axis), q[i])[:3, :3]
         rotation = parent * joint.placement[:3, :3] * motion * joint.successor[:3, :3]
         rotations.append(rotation)
-        if joint.inertial.planar:
-            z_column = [sp.simplify(e) for e in rotation[:, 2]]
-            if z_column != [0, 0, 1]:
-                inertia = items[i].get("link").get("inertia")
-                raise inertia.error("only zz was given, which is enough only for a link that rotates about the "
-                                    "base z axis; this link's z axis moves, so give the full tensor "
-                                    "(xx, yy, zz and products)")
+        # A link whose z axis keeps its direction rotates about that axis only, so only Izz matters.
+        if joint.inertial.planar and any(sp.simplify(e.diff(v)) != 0 for e in rotation[:, 2] for v in q):
+            inertia = items[i].get("link").get("inertia")
+            raise inertia.error("only zz was given, which is enough only for a link whose z axis keeps its "
+                                "direction; this link's z axis turns, so give the full tensor "
+                                "(xx, yy, zz and products)")
 
 
 def _check_unused_parameters(root: _Node, parameters, joints, *matrices) -> None:

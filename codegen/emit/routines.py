@@ -83,7 +83,7 @@ class _Emitter:
         self.model = model
         names: dict[sp.Symbol, str] = {}
         for group, cname in ((model.q, "q"), (model.qd, "qd"), (model.qdd, "qdd"), (model.tau, "tau"),
-                             (model.wrench, "h"), (model.parameters, "p")):
+                             (model.wrench, "hw"), (model.parameters, "p")):
             for index, symbol in enumerate(group):
                 names[symbol] = f"{cname}[{index}]"
         self.names = names
@@ -91,9 +91,10 @@ class _Emitter:
 
     def block(self, assignments: list[tuple[str, sp.Expr]], tag: str, indent: str = "    ",
               declare: bool = False) -> list[str]:
-        """CSE over all right-hand sides, then C statements ``target = value;``."""
+        """CSE over all right-hand sides, then C statements ``target = value;``
+        (``declare``: the targets are new const locals)."""
         targets = [t for t, _ in assignments]
-        exprs = [fold_constants(sp.sympify(e)) for _, e in assignments]
+        exprs = [fold_constants(e if isinstance(e, sp.Basic) else sp.Float(e)) for _, e in assignments]
         temporaries = sp.numbered_symbols(f"{tag}_")
         replacements, reduced = sp.cse(exprs, symbols=temporaries, optimizations="basic", order="canonical")
         names = dict(self.names)
@@ -158,29 +159,21 @@ def _routine_bodies(model: SymbolicModel, emitter: _Emitter) -> dict[str, list[s
     bodies["friction"] = emitter.block(_matrix_assignments(model.friction, "out"), "friction")
     bodies["nonlinear_effects"] = emitter.block(_matrix_assignments(bias, "out"), "nonlinear_effects")
 
-    tau = model.M * qdd + bias
-    wrench = _wrench_term(model)
-    body = emitter.block(_matrix_assignments(tau, "out"), "inverse_dynamics")
-    body.append("    if (h) {")
-    body += emitter.block([(f"const double jth_{i}", wrench[i]) for i in range(n)], "inverse_dynamics_wrench", "        ")
-    body += [f"        out[{i}] -= jth_{i};" for i in range(n)]
-    body.append("    }")
+    # The wrench term is always computed (h = NULL reads zeros): it shares the tool
+    # kinematics with the rest, and one branch-free block is smaller than two.
+    tau = model.M * qdd + bias - _wrench_term(model)
+    body = ["    const double *restrict hw = h ? h : zero_wrench;"]
+    body += emitter.block(_matrix_assignments(tau, "out"), "inverse_dynamics")
     bodies["inverse_dynamics"] = body
 
+    # M's lower triangle and the right-hand side τ + Jᵀh − bias share subexpressions: one CSE block.
     lower = [(f"m_{i}_{j}", model.M[i, j]) for i in range(n) for j in range(i + 1)]
-    rhs = [(f"rhs_{i}", model.tau[i] - bias[i]) for i in range(n)]
-    body = [f"    double rhs_{i};" for i in range(n)]
-    block = emitter.block(lower + [(f"b_{i}", model.tau[i] - bias[i]) for i in range(n)], "forward_dynamics",
-                          declare=True)
-    body += block
-    body += [f"    rhs_{i} = b_{i};" for i in range(n)]
-    body.append("    if (h) {")
-    body += emitter.block([(f"const double jth_{i}", wrench[i]) for i in range(n)], "forward_dynamics_wrench", "        ")
-    body += [f"        rhs_{i} += jth_{i};" for i in range(n)]
-    body.append("    }")
+    rhs_expr = sp.Matrix(model.tau) - bias + _wrench_term(model)
+    rhs = [(f"rhs_{i}", rhs_expr[i]) for i in range(n)]
+    body = ["    const double *restrict hw = h ? h : zero_wrench;"]
+    body += emitter.block(lower + rhs, "forward_dynamics", declare=True)
     body += _ldlt_solve(n)
     bodies["forward_dynamics"] = body
-    del rhs
 
     bodies["kinetic_energy"] = emitter.block([("out[0]", model.kinetic_energy)], "kinetic_energy")
     bodies["potential_energy"] = emitter.block([("out[0]", model.potential_energy)], "potential_energy")
@@ -189,18 +182,17 @@ def _routine_bodies(model: SymbolicModel, emitter: _Emitter) -> dict[str, list[s
     return bodies
 
 
-def _c_string(text: str) -> str:
-    """A C string literal; JSON is ASCII already, so only escapes matter."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("?", "\\?")
-    chunks = [escaped[i:i + 100] for i in range(0, len(escaped), 100)] or [""]
-    # Do not split inside an escape sequence.
-    merged: list[str] = []
-    for chunk in chunks:
-        if merged and merged[-1].endswith("\\") and not merged[-1].endswith("\\\\"):
-            merged[-1] += chunk
-        else:
-            merged.append(chunk)
-    return "\n".join(f'    "{chunk}"' for chunk in merged)
+def _c_string(text: str, width: int = 100) -> str:
+    """A C string literal, split into lines of at most ``width`` characters between escapes."""
+    tokens = ["\\\\" if c == "\\" else '\\"' if c == '"' else "\\?" if c == "?" else c for c in text]
+    lines, current = [], ""
+    for token in tokens:
+        if len(current) + len(token) > width:
+            lines.append(current)
+            current = ""
+        current += token
+    lines.append(current)
+    return "\n".join(f'    "{line}"' for line in lines)
 
 
 def build_metadata(model: SymbolicModel) -> dict:
@@ -288,6 +280,8 @@ def emit(model: SymbolicModel) -> GeneratedSources:
         "#include <math.h>",
         f'#include "{prefix}_dynamics.h"',
         "",
+        "static const double zero_wrench[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};",
+        "",
         f"const char {prefix}_metadata_json[] =",
         _c_string(metadata_json) + ";",
         "",
@@ -298,7 +292,7 @@ def emit(model: SymbolicModel) -> GeneratedSources:
         source_parts.append(_signature(prefix, spec) + " {")
         used_text = "\n".join(body)
         for name in unused:
-            if f"{name}[" not in used_text and not (name == "h" and "if (h)" in used_text):
+            if f"{name}[" not in used_text and not (name == "h" and "h ? h" in used_text):
                 source_parts.append(f"    (void){name};")
         source_parts.extend(body)
         source_parts.append("}")

@@ -145,19 +145,20 @@ def derive_lagrange(description: RobotDescription, simplify: bool = True) -> Sym
             for i in range(n):
                 c_ijk = (dM[i][k, j] + dM[j][k, i] - dM[k][i, j]) / 2
                 entry += c_ijk * qd[i]
-            C[k, j] = _tidy(entry, simplify)
+            # M is already simplified; its derivatives need only collecting.
+            C[k, j] = sp.collect(sp.expand(entry), qd)
     t_coriolis = time.perf_counter()
 
     potential = _tidy(potential, simplify)
-    g = sp.Matrix([_tidy(potential.diff(q[k]), simplify) for k in range(n)])
+    g = sp.Matrix([sp.expand(potential.diff(q[k])) for k in range(n)])
     friction = sp.Matrix([joint.viscous * qd[i] + joint.coulomb * sp.sign(qd[i])
                           for i, joint in enumerate(description.joints)])
     kinetic = (sp.Matrix(qd).T * M * sp.Matrix(qd))[0, 0] / 2
 
     tool = link_frames[-1] * sp.Matrix(description.tool)
-    tool = tool.applyfunc(lambda e: _tidy(e, simplify))
+    tool = tool.applyfunc(sp.expand)
     jv_t, jw_t = point_jacobian(tool[:3, 3], n - 1)
-    jacobian = sp.Matrix.vstack(jv_t, jw_t).applyfunc(lambda e: _tidy(e, simplify))
+    jacobian = sp.Matrix.vstack(jv_t, jw_t).applyfunc(sp.expand)
     end = time.perf_counter()
 
     return SymbolicModel(
