@@ -140,3 +140,12 @@ def test_cache_key_depends_on_generator_and_content():
     assert cache_key(data) != cache_key(data + b"\n")
     assert cache_key(data, {"simplify": True}) != cache_key(data, {"simplify": False})
     assert len(cache_module.generator_fingerprint()) == 64
+
+
+def test_failing_selfcheck_fails_the_build_and_publishes_nothing(tmp_path, monkeypatch):
+    from codegen.errors import SelfCheckError
+
+    monkeypatch.setattr("codegen.build.selfcheck.IDENTITY_TOLERANCE", -1.0)  # no error can pass
+    with pytest.raises(SelfCheckError, match="inverse_forward"):
+        ensure_built(PENDULUM, out=tmp_path, force=True)
+    assert list(tmp_path.iterdir()) == []
