@@ -13,12 +13,39 @@ __version__ = "0.1.0"
 from .errors import BuildError, CodegenError, DescriptionError, SelfCheckError  # noqa: E402
 
 
-def derive(path, simplify: bool = True):
-    """Parse a description and return its SymbolicModel (M, C, g, ... as SymPy matrices)."""
-    from .description.parse import parse_file
+METHODS = ("auto", "lagrange", "recursive")
+# The Euler-Lagrange route gives readable closed forms but differentiates M, which
+# grows quickly with the number of joints; beyond this many joints "auto" recurses.
+LAGRANGE_MAX_JOINTS = 3
+
+
+def resolve_method(method: str, n: int) -> str:
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+    if method == "auto":
+        return "lagrange" if n <= LAGRANGE_MAX_JOINTS else "recursive"
+    return method
+
+
+def derive_model(description, method: str = "auto", simplify: bool = True):
+    """RobotDescription -> SymbolicModel by the chosen route."""
     from .model.lagrange import derive_lagrange
+    from .model.recursive import derive_recursive
 
-    return derive_lagrange(parse_file(path), simplify=simplify)
+    if resolve_method(method, description.n) == "lagrange":
+        return derive_lagrange(description, simplify=simplify)
+    return derive_recursive(description)
 
 
-__all__ = ["__version__", "derive", "BuildError", "CodegenError", "DescriptionError", "SelfCheckError"]
+def derive(path, method: str = "auto", simplify: bool = True):
+    """Parse a description and return its SymbolicModel (M, C, g, ... as SymPy matrices).
+
+    ``method``: "lagrange" (closed forms, Christoffel symbols), "recursive" (Newton-Euler,
+    composite rigid body and a recursive Coriolis matrix; matrices refer to the
+    intermediate symbols in ``model.definitions``) or "auto" (Lagrange up to 3 joints)."""
+    from .description.parse import parse_file
+
+    return derive_model(parse_file(path), method=method, simplify=simplify)
+
+
+__all__ = ["__version__", "derive", "derive_model", "resolve_method", "METHODS", "BuildError", "CodegenError", "DescriptionError", "SelfCheckError"]

@@ -25,6 +25,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--force", action="store_true", help="rebuild even if a cached module exists")
     parser.add_argument("--print", dest="print_model", action="store_true",
                         help="print the symbolic model (M, C, g, friction, energies) and exit without building")
+    parser.add_argument("--method", choices=("auto", "lagrange", "recursive"), default="auto",
+                        help="derivation route: Euler-Lagrange closed forms, or recursive algorithms "
+                             "(Newton-Euler, composite rigid body, recursive Coriolis matrix); "
+                             "auto = Lagrange up to 3 joints (default)")
     parser.add_argument("--no-simplify", action="store_true",
                         help="skip trigonometric simplification (faster derivation, larger expressions)")
     parser.add_argument("--quiet", action="store_true", help="print only errors and the final summary line")
@@ -32,12 +36,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _print_model(path: str, simplify: bool) -> None:
+def _print_model(path: str, simplify: bool, method: str) -> None:
     import sympy as sp
 
     from . import derive
 
-    model = derive(path, simplify=simplify)
+    model = derive(path, method=method, simplify=simplify)
+    if model.definitions:
+        from .model.program import expand_program
+
+        if model.n > 3:
+            print(f"(recursive model of {model.n} joints: {len(model.definitions)} intermediate definitions; "
+                  "printing the expanded expressions would be unreadable, use --method lagrange for closed forms)")
+            return
+        model = _expanded(model, expand_program)
     d = model.description
     print(f"Robot {d.name!r}: {model.n} joints; q = {list(model.q)}")
     print("Parameters: " + (", ".join(f"{p.name}={p.default:g}" for p in d.parameters) or "none"))
@@ -54,18 +66,32 @@ def _print_model(path: str, simplify: bool) -> None:
     print("\nkinetic energy = 1/2 qd^T M(q) qd")
 
 
+def _expanded(model, expand_program):
+    """The recursive model with its intermediates substituted (small robots only)."""
+    import dataclasses
+
+    import sympy as sp
+
+    def full(matrix):
+        return sp.ImmutableMatrix(matrix.applyfunc(lambda e: sp.simplify(expand_program(model.definitions, e))))
+
+    return dataclasses.replace(model, M=full(model.M), C=full(model.C), g=full(model.g),
+                               potential_energy=sp.simplify(expand_program(model.definitions, model.potential_energy)),
+                               definitions=())
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.print_model:
-            _print_model(args.description, not args.no_simplify)
+            _print_model(args.description, not args.no_simplify, args.method)
             return 0
         from .build import ensure_built
 
         start = time.perf_counter()
         progress = None if args.quiet else (lambda message: print(f"[codegen] {message}", flush=True))
         built = ensure_built(args.description, out=args.out, force=args.force, progress=progress,
-                             simplify=not args.no_simplify)
+                             simplify=not args.no_simplify, method=args.method)
         elapsed = time.perf_counter() - start
     except DescriptionError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -94,14 +94,15 @@ def import_module(module_name: str, module_path: Path):
 
 
 def ensure_built(path: str | Path, out: str | Path | None = None, force: bool = False,
-                 progress: Callable[[str], None] | None = None, simplify: bool = True) -> BuiltModule:
+                 progress: Callable[[str], None] | None = None, simplify: bool = True,
+                 method: str = "auto") -> BuiltModule:
     """Return the compiled module for a description, building it if needed."""
     say = progress or (lambda message: None)
     path = Path(path)
     start = time.perf_counter()
     data = _read_description(path)
     root = Path(out) if out is not None else default_cache_root()
-    key = cache_key(data, {"simplify": simplify})
+    key = cache_key(data, {"simplify": simplify, "method": method})
     if not force:
         cached = find_cached(root, key)
         if cached is not None:
@@ -111,7 +112,7 @@ def ensure_built(path: str | Path, out: str | Path | None = None, force: bool = 
     # Heavy imports only when we really build.
     from ..description.parse import decode_description, parse_text
     from ..emit.routines import emit
-    from ..model.lagrange import derive_lagrange
+    from .. import derive_model, resolve_method
     from .compile import compile_module, write_build_tree
     from .selfcheck import report, run_selfcheck
 
@@ -123,9 +124,11 @@ def ensure_built(path: str | Path, out: str | Path | None = None, force: bool = 
     say(f"parsed {path} ({description.n} joints, {len(description.parameters)} parameters)")
 
     t0 = time.perf_counter()
-    model = derive_lagrange(description, simplify=simplify)
+    route = resolve_method(method, description.n)
+    model = derive_model(description, method=route, simplify=simplify)
     timings["derive_s"] = time.perf_counter() - t0
-    say(f"derived the Euler-Lagrange model in {timings['derive_s']:.2f} s")
+    name = "Euler-Lagrange" if route == "lagrange" else "recursive (Newton-Euler, CRBA, Coriolis)"
+    say(f"derived the {name} model in {timings['derive_s']:.2f} s")
 
     t0 = time.perf_counter()
     sources = emit(model)

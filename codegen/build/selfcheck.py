@@ -17,6 +17,7 @@ import numpy as np
 import sympy as sp
 
 from ..model.lagrange import SymbolicModel
+from ..model.program import needed_definitions
 
 SYMBOLIC_TOLERANCE = 1e-12
 IDENTITY_TOLERANCE = 1e-9
@@ -61,15 +62,24 @@ def run_selfcheck(dynamics, model: SymbolicModel, samples: int = 25, seed: int =
     q_all, qd_all = random_states(model, samples, seed)
     rng = np.random.default_rng(seed + 1)
     args = (model.q, model.qd, model.parameters)
+
+    def function(expr):
+        # A recursive model's expressions refer to intermediate symbols: lambdify evaluates
+        # their definitions first, in Python, independently of the C code.
+        outputs = list(expr) if isinstance(expr, sp.MatrixBase) else [expr]
+        prelude = needed_definitions(model.definitions, outputs) if model.definitions else []
+        cse = (lambda exprs: (prelude, exprs)) if prelude else False
+        return sp.lambdify(args, expr, "numpy", cse=cse)
+
     symbolic = {
-        "M": sp.lambdify(args, model.M, "numpy"),
-        "C": sp.lambdify(args, model.C, "numpy"),
-        "g": sp.lambdify(args, model.g, "numpy"),
-        "friction": sp.lambdify(args, model.friction, "numpy"),
-        "fk": sp.lambdify(args, model.tool_pose, "numpy"),
-        "jacobian": sp.lambdify(args, model.tool_jacobian, "numpy"),
-        "kinetic_energy": sp.lambdify(args, model.kinetic_energy, "numpy"),
-        "potential_energy": sp.lambdify(args, model.potential_energy, "numpy"),
+        "M": function(model.M),
+        "C": function(model.C),
+        "g": function(model.g),
+        "friction": function(model.friction),
+        "fk": function(model.tool_pose),
+        "jacobian": function(model.tool_jacobian),
+        "kinetic_energy": function(model.kinetic_energy),
+        "potential_energy": function(model.potential_energy),
     }
     worst = {"symmetric": 0.0, "positive_definite": 0.0, "skew": 0.0, "inverse_forward": 0.0,
              "inverse_forward_wrench": 0.0}

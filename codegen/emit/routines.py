@@ -17,6 +17,7 @@ import sympy as sp
 
 from .. import __version__
 from ..model.lagrange import SymbolicModel
+from ..model.program import needed_definitions
 from .printer import RobotCPrinter, fold_constants
 
 
@@ -96,7 +97,11 @@ class _Emitter:
         targets = [t for t, _ in assignments]
         exprs = [fold_constants(e if isinstance(e, sp.Basic) else sp.Float(e)) for _, e in assignments]
         temporaries = sp.numbered_symbols(f"{tag}_")
+        # Recursive route: the outputs refer to a program's intermediates, which are emitted
+        # first, in order (the program already shares repeated subexpressions).
+        prelude = needed_definitions(self.model.definitions, exprs) if self.model.definitions else []
         replacements, reduced = sp.cse(exprs, symbols=temporaries, optimizations="basic", order="canonical")
+        replacements = [(symbol, fold_constants(value)) for symbol, value in prelude] + list(replacements)
         names = dict(self.names)
         for symbol, _ in replacements:
             names[symbol] = symbol.name
@@ -150,8 +155,7 @@ def _routine_bodies(model: SymbolicModel, emitter: _Emitter) -> dict[str, list[s
     n = model.n
     qd = sp.Matrix(model.qd)
     qdd = sp.Matrix(model.qdd)
-    coriolis = model.C * qd
-    bias = coriolis + model.g + model.friction
+    bias = model.nonlinear_effects()
     bodies: dict[str, list[str]] = {}
     bodies["mass_matrix"] = emitter.block(_matrix_assignments(model.M, "out"), "mass_matrix")
     bodies["coriolis_matrix"] = emitter.block(_matrix_assignments(model.C, "out"), "coriolis_matrix")
@@ -161,7 +165,7 @@ def _routine_bodies(model: SymbolicModel, emitter: _Emitter) -> dict[str, list[s
 
     # The wrench term is always computed (h = NULL reads zeros): it shares the tool
     # kinematics with the rest, and one branch-free block is smaller than two.
-    tau = model.M * qdd + bias - _wrench_term(model)
+    tau = model.inverse_dynamics(with_wrench=True)
     body = ["    const double *restrict hw = h ? h : zero_wrench;"]
     body += emitter.block(_matrix_assignments(tau, "out"), "inverse_dynamics")
     bodies["inverse_dynamics"] = body
@@ -210,7 +214,7 @@ def build_metadata(model: SymbolicModel) -> dict:
         "limits": [{"lower": j.limits.lower, "upper": j.limits.upper, "velocity": j.limits.velocity,
                     "effort": j.limits.effort} for j in description.joints],
         "parameters": [{"name": p.name, "default": p.default} for p in description.parameters],
-        "method": "lagrange",
+        "method": model.method,
     }
 
 

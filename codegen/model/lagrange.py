@@ -37,6 +37,12 @@ class SymbolicModel:
     link_transforms: tuple[sp.ImmutableMatrix, ...]
     tool_pose: sp.ImmutableMatrix
     tool_jacobian: sp.ImmutableMatrix  # 6 x n: linear velocity of the tool origin, then angular velocity
+    # Recursive route: the matrices above are expressions over intermediate symbols defined here,
+    # in order; the Newton-Euler τ and bias (C q̇ + g + friction) come straight from the recursion.
+    definitions: tuple = ()
+    method: str = "lagrange"
+    rnea_tau: sp.ImmutableMatrix | None = None
+    bias: sp.ImmutableMatrix | None = None
     timings: dict = field(default_factory=dict, compare=False)
 
     @property
@@ -46,9 +52,18 @@ class SymbolicModel:
     def coriolis_vector(self) -> sp.Matrix:
         return self.C * sp.Matrix(self.qd)
 
+    def nonlinear_effects(self) -> sp.Matrix:
+        """C q̇ + g + friction."""
+        if self.bias is not None:
+            return sp.Matrix(self.bias)
+        return self.coriolis_vector() + self.g + self.friction
+
     def inverse_dynamics(self, with_wrench: bool = True) -> sp.Matrix:
         """τ = M q̈ + C q̇ + g + friction − Jᵀ h."""
-        tau = self.M * sp.Matrix(self.qdd) + self.coriolis_vector() + self.g + self.friction
+        if self.rnea_tau is not None:
+            tau = sp.Matrix(self.rnea_tau)
+        else:
+            tau = self.M * sp.Matrix(self.qdd) + self.nonlinear_effects()
         if with_wrench:
             tau -= self.tool_jacobian.T * sp.Matrix(self.wrench)
         return tau

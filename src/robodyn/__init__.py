@@ -15,15 +15,16 @@ __version__ = "0.1.0"
 __all__ = ["load", "Robot", "Parameters", "__version__"]
 
 
-def load(path, cache_dir=None, force: bool = False, verbose: bool = False) -> Robot:
+def load(path, cache_dir=None, force: bool = False, verbose: bool = False, method: str = "auto") -> Robot:
     """Load a robot description, generating and compiling it on first use.
 
     ``cache_dir`` defaults to $ROBODYN_CACHE_DIR, else ~/.cache/robodyn;
-    ``force`` rebuilds even when a cached module exists.
+    ``force`` rebuilds even when a cached module exists; ``method`` chooses the derivation
+    route ("auto", "lagrange" or "recursive", see ``python -m codegen --help``).
     """
     from codegen.build import ensure_built, import_module
 
     progress = print if verbose else None
-    built = ensure_built(path, out=cache_dir, force=force, progress=progress)
+    built = ensure_built(path, out=cache_dir, force=force, progress=progress, method=method)
     module = import_module(built.module_name, built.module_path)
     return Robot(module, built.manifest, built.selfcheck, Path(path))
