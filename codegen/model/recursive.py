@@ -93,37 +93,68 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
         link_frames.append(let_m(link))
 
     def line_motion(direction: sp.Matrix, point: sp.Matrix, kind: str) -> sp.Matrix:
+        """Unit motion about (revolute) or along (prismatic) a line, in the coordinates of ``point``."""
         if kind == "revolute":
             return let_v([*direction, *point.cross(direction)])
         return let_v([0, 0, 0, *direction])
 
-    axes = [let_v(joint_frames[i][:3, :3] * sp.Matrix(j.axis)) for i, j in enumerate(joints)]
-    psi = [line_motion(axes[i], joint_frames[i][:3, 3], j.kind) for i, j in enumerate(joints)]
-
-    def body_inertia(frame: sp.Matrix, mass, com_local, inertia_local) -> sp.Matrix:
-        rotation = frame[:3, :3]
-        com = let_v(frame[:3, :3] * sp.Matrix(com_local) + frame[:3, 3])
-        inertia = let_m(rotation * sp.Matrix(inertia_local) * rotation.T)
-        return let_m(spatial_inertia(mass, com, inertia)), com
-
-    link_inertia, link_com = [], []
+    # Local frames: everything below is in each link's own coordinates, where inertias and
+    # motion subspaces are constant; only the parent -> child transforms depend on q.
+    local = []  # (R, p): child pose in the parent link frame
     for i, joint in enumerate(joints):
-        inertia, com = body_inertia(link_frames[i], joint.inertial.mass, joint.inertial.com, joint.inertial.inertia)
-        link_inertia.append(inertia)
-        link_com.append(com)
+        t = let_m(sp.Matrix(joint.placement) * geometry.screw(joint.kind, sp.Matrix(joint.axis), q[i])
+                  * sp.Matrix(joint.successor))
+        local.append((t[:3, :3], t[:3, 3]))
+    subspace = []  # S_i in link i coordinates: the joint axis seen from the link frame
+    for joint in joints:
+        successor = sp.Matrix(joint.successor)
+        rotation_t = successor[:3, :3].T
+        subspace.append(line_motion(rotation_t * sp.Matrix(joint.axis), -rotation_t * successor[:3, 3], joint.kind))
 
-    rotors = []  # (joint index, parent link, spatial inertia, motion subspace Ψ_m, centre, mass)
+    def to_child(i: int, m: sp.Matrix) -> sp.Matrix:
+        """Motion vector from the parent's coordinates to link i's."""
+        R, p = local[i]
+        w, v = m[:3, 0], m[3:, 0]
+        return let_v([*(R.T * w), *(R.T * (v - p.cross(w)))])
+
+    def to_parent(i: int, f: sp.Matrix) -> sp.Matrix:
+        """Force vector from link i's coordinates to its parent's."""
+        R, p = local[i]
+        n_, k = R * f[:3, 0], R * f[3:, 0]
+        return let_v([*(n_ + p.cross(k)), *k])
+
+    def plucker(R: sp.Matrix, p: sp.Matrix) -> sp.Matrix:
+        """6x6 motion transform from the parent's coordinates to the child's."""
+        out = sp.zeros(6, 6)
+        out[:3, :3] = R.T
+        out[3:, 3:] = R.T
+        out[3:, :3] = -R.T * _cross(p)
+        return out
+
+    def matrix_to_parent(i: int, A: sp.Matrix) -> sp.Matrix:
+        """A force-from-motion 6x6 map (inertia, B) from link i's coordinates to its parent's: Xᵀ A X."""
+        X = plucker(*local[i])
+        return let_m(X.T * A * X)
+
+    link_inertia = [let_m(spatial_inertia(j.inertial.mass, sp.Matrix(j.inertial.com), sp.Matrix(j.inertial.inertia)))
+                    for j in joints]
+
+    # Rotors, in the coordinates of the link they ride on (their joint's parent).
+    rotors = []  # (joint index, parent link, spatial inertia, motion subspace Ψ_m, joint-frame pose)
     for i, joint in enumerate(joints):
         rotor = joint.rotor
         if rotor is None:
             continue
-        frame = joint_frames[i]
         a = sp.Matrix(rotor.axis)
         inertia_local = rotor.transverse_inertia * (sp.eye(3) - a * a.T) + rotor.inertia * (a * a.T)
-        inertia, com = body_inertia(frame, rotor.mass, rotor.com, inertia_local)
-        spin_axis = let_v(frame[:3, :3] * a)
-        psi_m = let_v(rotor.gear_ratio * line_motion(spin_axis, com, "revolute"))
-        rotors.append((i, joint.parent, inertia, psi_m, com, rotor.mass))
+        inertia_j = spatial_inertia(rotor.mass, sp.Matrix(rotor.com), inertia_local)
+        psi_j = rotor.gear_ratio * line_motion(a, sp.Matrix(rotor.com), "revolute")
+        placement = sp.Matrix(joint.placement)
+        R, p = placement[:3, :3], placement[:3, 3]
+        X = plucker(R, p)
+        inertia_p = let_m(X.T * inertia_j * X)
+        psi_p = let_v(X.inv() * psi_j) if X != sp.eye(6) else let_v(psi_j)
+        rotors.append((i, joint.parent, inertia_p, psi_p))
 
     def ancestors(link: int) -> list[int]:
         chain = []
@@ -132,41 +163,48 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
             link = joints[link].parent
         return chain
 
-    # Velocities, and time derivatives of the motion subspaces: Ψ̇_j = v_j × Ψ_j.
     velocity = []
     for i, joint in enumerate(joints):
-        parent_v = sp.zeros(6, 1) if joint.parent < 0 else velocity[joint.parent]
-        velocity.append(let_v(parent_v + psi[i] * qd[i]))
-    psi_dot = [let_v(motion_cross(velocity[i]) * psi[i]) for i in range(n)]
+        parent_v = sp.zeros(6, 1) if joint.parent < 0 else to_child(i, velocity[joint.parent])
+        velocity.append(let_v(parent_v + subspace[i] * qd[i]))
+    # Time derivative of each joint's motion subspace, seen in its link's coordinates.
+    psi_dot = [let_v(motion_cross(velocity[i]) * subspace[i]) for i in range(n)]
+    base_rotation_t = sp.Matrix(description.base)[:3, :3].T
+    base_gravity = base_rotation_t * gravity
+
+    def inertia_times(inertia: sp.Matrix, v: sp.Matrix) -> sp.Matrix:
+        return inertia * v
 
     def newton_euler(with_velocity: bool, with_acceleration: bool, with_gravity: bool) -> sp.Matrix:
         """τ of the recursive Newton-Euler algorithm (rotors included, no friction)."""
-        base_acceleration = sp.Matrix([0, 0, 0, *(-gravity)]) if with_gravity else sp.zeros(6, 1)
-        vel = velocity if with_velocity else [sp.zeros(6, 1)] * n
+        base_acceleration = sp.Matrix([0, 0, 0, *(-base_gravity)]) if with_gravity else sp.zeros(6, 1)
+        zero = sp.zeros(6, 1)
         acc, force = [], []
         for i, joint in enumerate(joints):
             parent_a = base_acceleration if joint.parent < 0 else acc[joint.parent]
-            a = parent_a
+            a = to_child(i, parent_a) if parent_a != zero else zero
             if with_acceleration:
-                a = a + psi[i] * qdd[i]
+                a = a + subspace[i] * qdd[i]
             if with_velocity:
                 a = a + psi_dot[i] * qd[i]
             a = let_v(a)
             acc.append(a)
-            f = link_inertia[i] * a
+            f = inertia_times(link_inertia[i], a)
             if with_velocity:
-                f += force_cross(vel[i]) * (link_inertia[i] * vel[i])
+                f += force_cross(velocity[i]) * inertia_times(link_inertia[i], velocity[i])
             force.append(f)
         torque = [sp.Integer(0)] * n
-        for i, parent, inertia, psi_m, _, _ in rotors:
-            parent_v = sp.zeros(6, 1) if parent < 0 or not with_velocity else vel[parent]
-            parent_a = base_acceleration if parent < 0 else acc[parent]
-            v_m = let_v(parent_v + psi_m * qd[i]) if with_velocity else sp.zeros(6, 1)
+        for i, parent, inertia, psi_m in rotors:
+            if parent < 0:
+                parent_v, parent_a = zero, base_acceleration
+            else:
+                parent_v, parent_a = (velocity[parent] if with_velocity else zero), acc[parent]
+            v_m = let_v(parent_v + psi_m * qd[i]) if with_velocity else zero
             a_m = parent_a
             if with_acceleration:
                 a_m = a_m + psi_m * qdd[i]
             if with_velocity:
-                a_m = a_m + motion_cross(v_m) * psi_m * qd[i]
+                a_m = a_m + motion_cross(parent_v) * psi_m * qd[i]
             a_m = let_v(a_m)
             f_m = inertia * a_m
             if with_velocity:
@@ -177,9 +215,9 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
                 force[parent] = force[parent] + f_m
         for i in reversed(range(n)):
             f = let_v(force[i])
-            torque[i] = program.let(torque[i] + (psi[i].T * f)[0, 0])
+            torque[i] = program.let(torque[i] + (subspace[i].T * f)[0, 0])
             if joints[i].parent >= 0:
-                force[joints[i].parent] = force[joints[i].parent] + f
+                force[joints[i].parent] = force[joints[i].parent] + to_parent(i, f)
         return sp.Matrix(torque)
 
     t0 = time.perf_counter()
@@ -190,65 +228,102 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
 
     # Composite-rigid-body algorithm.
     composite = [sp.Matrix(link_inertia[i]) for i in range(n)]
-    for i, parent, inertia, _, _, _ in rotors:
+    for i, parent, inertia, _ in rotors:
         if parent >= 0:
             composite[parent] = composite[parent] + inertia
     for i in reversed(range(n)):
         composite[i] = let_m(composite[i])
         if joints[i].parent >= 0:
-            composite[joints[i].parent] = composite[joints[i].parent] + composite[i]
+            composite[joints[i].parent] = composite[joints[i].parent] + matrix_to_parent(i, composite[i])
+
+    def project_up(start: int, f: sp.Matrix, on_ancestor) -> None:
+        """Carry force f (in link ``start``'s coordinates) to each proper ancestor j: on_ancestor(j, f_j)."""
+        j = start
+        while joints[j].parent >= 0:
+            f = to_parent(j, f)
+            j = joints[j].parent
+            on_ancestor(j, f)
+
     M = sp.zeros(n, n)
     for i in range(n):
-        f = let_v(composite[i] * psi[i])
-        for j in ancestors(i):
-            M[i, j] = M[j, i] = program.let((psi[j].T * f)[0, 0])
-    for i, parent, inertia, psi_m, _, _ in rotors:
+        f = let_v(composite[i] * subspace[i])
+        M[i, i] = program.let((subspace[i].T * f)[0, 0])
+
+        def store(j, f_j, i=i):
+            M[i, j] = M[j, i] = program.let((subspace[j].T * f_j)[0, 0])
+
+        project_up(i, f, store)
+    for i, parent, inertia, psi_m in rotors:
         f = let_v(inertia * psi_m)
         M[i, i] = program.let(M[i, i] + (psi_m.T * f)[0, 0])
-        for j in ancestors(parent):
-            M[i, j] = M[j, i] = program.let(M[i, j] + (psi[j].T * f)[0, 0])
+        if parent >= 0:
+            M[i, parent] = M[parent, i] = program.let(M[i, parent] + (subspace[parent].T * f)[0, 0])
+
+            def add(j, f_j, i=i):
+                M[i, j] = M[j, i] = program.let(M[i, j] + (subspace[j].T * f_j)[0, 0])
+
+            project_up(parent, f, add)
     t_crba = time.perf_counter()
 
-    # Coriolis matrix (Echeandia & Wensing 2021, Algorithm 1): with
+    # Coriolis matrix (Echeandia & Wensing 2021, Algorithm 1) in local coordinates: with
     # B(I, v) = ½[(v×*) I + (I v)×̄* − I (v×)], C = Σ_bodies Jᵀ (I J̇ + B J).
     def b_matrix(inertia: sp.Matrix, v: sp.Matrix) -> sp.Matrix:
         return (force_cross(v) * inertia + force_bar_cross(inertia * v) - inertia * motion_cross(v)) / 2
 
-    composite_b = [let_m(b_matrix(link_inertia[i], velocity[i])) for i in range(n)]
     composite_i = [sp.Matrix(link_inertia[i]) for i in range(n)]
+    composite_b = [b_matrix(link_inertia[i], velocity[i]) for i in range(n)]
     C = sp.zeros(n, n)
     for i in reversed(range(n)):
         ic, bc = let_m(composite_i[i]), let_m(composite_b[i])
-        f1 = let_v(ic * psi_dot[i] + bc * psi[i])
-        f2 = let_v(ic * psi[i])
-        f3 = let_v(bc.T * psi[i])
-        C[i, i] = program.let(C[i, i] + (psi[i].T * f1)[0, 0])
-        for j in ancestors(i)[1:]:
-            C[j, i] = program.let(C[j, i] + (psi[j].T * f1)[0, 0])
-            C[i, j] = program.let(C[i, j] + (psi_dot[j].T * f2 + psi[j].T * f3)[0, 0])
+        f1 = let_v(ic * psi_dot[i] + bc * subspace[i])
+        f2 = let_v(ic * subspace[i])
+        f3 = let_v(bc.T * subspace[i])
+        C[i, i] = program.let(C[i, i] + (subspace[i].T * f1)[0, 0])
+        j, g1, g2, g3 = i, f1, f2, f3
+        while joints[j].parent >= 0:
+            g1, g2, g3 = to_parent(j, g1), to_parent(j, g2), to_parent(j, g3)
+            j = joints[j].parent
+            C[j, i] = program.let(C[j, i] + (subspace[j].T * g1)[0, 0])
+            C[i, j] = program.let(C[i, j] + (psi_dot[j].T * g2 + subspace[j].T * g3)[0, 0])
         parent = joints[i].parent
         if parent >= 0:
-            composite_i[parent] = composite_i[parent] + ic
-            composite_b[parent] = composite_b[parent] + bc
-    for i, parent, inertia, psi_m, _, _ in rotors:
-        # Rotor body: J_m = J_parent + Ψ_m e_iᵀ, J̇_m = J̇_parent + (v_parent × Ψ_m) e_iᵀ.
+            composite_i[parent] = composite_i[parent] + matrix_to_parent(i, ic)
+            composite_b[parent] = composite_b[parent] + matrix_to_parent(i, bc)
+
+    # Rotors: J_m = J_parent + Ψ_m e_iᵀ. Columns of J_parent and velocities of the bodies
+    # they belong to, carried into the parent's coordinates.
+    columns: dict[int, dict[int, tuple[sp.Matrix, sp.Matrix]]] = {}
+    for i in range(n):
+        parent = joints[i].parent
+        inherited = {} if parent < 0 else {j: (to_child(i, s_j), to_child(i, v_j))
+                                           for j, (s_j, v_j) in columns[parent].items()}
+        inherited[i] = (subspace[i], velocity[i])
+        columns[i] = inherited
+    for i, parent, inertia, psi_m in rotors:
         parent_v = sp.zeros(6, 1) if parent < 0 else velocity[parent]
         v_m = let_v(parent_v + psi_m * qd[i])
         b_m = let_m(b_matrix(inertia, v_m))
-        columns = {j: (psi[j], psi_dot[j]) for j in ancestors(parent)}
-        columns_i = (psi_m, let_v(motion_cross(parent_v) * psi_m))
-        jac = {j: columns.get(j, (sp.zeros(6, 1), sp.zeros(6, 1))) for j in list(columns) + [i]}
-        jac[i] = (jac[i][0] + columns_i[0], jac[i][1] + columns_i[1])
+        jac = {} if parent < 0 else {j: (s_j, let_v(motion_cross(v_j) * s_j))
+                                     for j, (s_j, v_j) in columns[parent].items()}
+        own = (psi_m, let_v(motion_cross(parent_v) * psi_m))
+        jac[i] = own if i not in jac else (jac[i][0] + own[0], jac[i][1] + own[1])
         products = {k: let_v(inertia * jac[k][1] + b_m * jac[k][0]) for k in jac}
         for r in jac:
             for k in jac:
                 C[r, k] = program.let(C[r, k] + (jac[r][0].T * products[k])[0, 0])
     t_coriolis = time.perf_counter()
 
+    link_com = [let_v(link_frames[i][:3, :3] * sp.Matrix(j.inertial.com) + link_frames[i][:3, 3])
+                for i, j in enumerate(joints)]
+    rotor_terms = [(joints[i].rotor.mass,
+                    let_v(joint_frames[i][:3, :3] * sp.Matrix(joints[i].rotor.com) + joint_frames[i][:3, 3]))
+                   for i, _, _, _ in rotors]
+    axes = [let_v(joint_frames[i][:3, :3] * sp.Matrix(j.axis)) for i, j in enumerate(joints)]
+
     friction = sp.Matrix([joint.viscous * qd[i] + joint.coulomb * sp.sign(qd[i]) for i, joint in enumerate(joints)])
     potential = program.let(-sum((joint.inertial.mass * (gravity.T * link_com[i])[0, 0]
                                   for i, joint in enumerate(joints)), sp.Integer(0))
-                            - sum((mass * (gravity.T * com)[0, 0] for _, _, _, _, com, mass in rotors), sp.Integer(0)))
+                            - sum((mass * (gravity.T * com)[0, 0] for mass, com in rotor_terms), sp.Integer(0)))
     kinetic = (sp.Matrix(qd).T * M * sp.Matrix(qd))[0, 0] / 2
 
     tool = let_m(link_frames[-1] * sp.Matrix(description.tool))
