@@ -133,7 +133,10 @@ def ensure_built(path: str | Path, out: str | Path | None = None, force: bool = 
     t0 = time.perf_counter()
     sources = emit(model)
     timings["emit_s"] = time.perf_counter() - t0
-    say(f"emitted C with common-subexpression elimination in {timings['emit_s']:.2f} s")
+    timings["cse_s"] = sources.timings["cse_s"]
+    total_ops = sum(sources.operation_counts.values())
+    say(f"emitted C in {timings['emit_s']:.2f} s (common-subexpression elimination {timings['cse_s']:.2f} s); "
+        f"{total_ops} operations in all routines")
 
     entry = CacheEntry(root, description.name, key)
     root.mkdir(parents=True, exist_ok=True)

@@ -89,6 +89,7 @@ class _Emitter:
                 names[symbol] = f"{cname}[{index}]"
         self.names = names
         self.operation_counts: dict[str, int] = {}
+        self.cse_seconds = 0.0
 
     def block(self, assignments: list[tuple[str, sp.Expr]], tag: str, indent: str = "    ",
               declare: bool = False) -> list[str]:
@@ -99,9 +100,11 @@ class _Emitter:
         temporaries = sp.numbered_symbols(f"{tag}_")
         # Recursive route: the outputs refer to a program's intermediates, which are emitted
         # first, in order (the program already shares repeated subexpressions).
+        started = time.perf_counter()
         prelude = needed_definitions(self.model.definitions, exprs) if self.model.definitions else []
         replacements, reduced = sp.cse(exprs, symbols=temporaries, optimizations="basic", order="canonical")
         replacements = [(symbol, fold_constants(value)) for symbol, value in prelude] + list(replacements)
+        self.cse_seconds += time.perf_counter() - started
         names = dict(self.names)
         for symbol, _ in replacements:
             names[symbol] = symbol.name
@@ -321,4 +324,4 @@ def emit(model: SymbolicModel) -> GeneratedSources:
     content_hash = hashlib.sha256("".join(files[k] for k in sorted(files)).encode()).hexdigest()
     return GeneratedSources(robot=prefix, files=files, metadata=dict(metadata, content_sha256=content_hash),
                             operation_counts=dict(emitter.operation_counts),
-                            timings={"emit_s": time.perf_counter() - start})
+                            timings={"emit_s": time.perf_counter() - start, "cse_s": emitter.cse_seconds})
