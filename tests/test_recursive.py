@@ -20,10 +20,14 @@ QUANTITIES = {
 }
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
+TREE = ROBOTS.parent / "tests" / "data" / "branching.yaml"
+
+
+@pytest.mark.parametrize("name", [*EXAMPLES, "branching"])
 def test_routes_agree(name, derived):
-    lagrange = derived(name)
-    recursive = derive(ROBOTS / f"{name}.yaml", method="recursive")
+    path = TREE if name == "branching" else ROBOTS / f"{name}.yaml"
+    lagrange = derive(path, method="lagrange") if name == "branching" else derived(name)
+    recursive = derive(path, method="recursive")
     assert recursive.method == "recursive" and recursive.definitions
     rng = np.random.default_rng(21)
     args_l = (lagrange.q, lagrange.qd, lagrange.qdd, lagrange.wrench)
@@ -50,3 +54,19 @@ def test_auto_method_choice():
     assert resolve_method("auto", 4) == "recursive"
     with pytest.raises(ValueError):
         resolve_method("newton", 2)
+
+
+def test_tree_builds_and_is_sparse(tmp_path):
+    """A branching robot compiles, passes its self-check, and M is zero between branches."""
+    import robodyn
+
+    robot = robodyn.load(TREE, cache_dir=tmp_path, method="recursive")
+    assert robot.selfcheck["passed"]
+    q = np.random.default_rng(3).uniform(-1, 1, robot.n)
+    M = robot.M(q)
+    # j3 hangs from j1, j4 from j2, j5 from the base: j3-j4, j3-j5, j4-j5, j2-j5 are unrelated.
+    for i, j in ((2, 3), (2, 4), (3, 4), (1, 4), (1, 2), (0, 4)):
+        assert M[i, j] == 0.0 and M[j, i] == 0.0
+    qd, tau = np.ones(robot.n), np.arange(robot.n, dtype=float)
+    np.testing.assert_allclose(robot.forward_dynamics(q, qd, tau),
+                               np.linalg.solve(M, tau - robot.nonlinear_effects(q, qd)), rtol=1e-10, atol=1e-12)

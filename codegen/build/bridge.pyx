@@ -513,7 +513,7 @@ cdef class Dynamics:
         return self._run(&ROUTINES[K_ID], q, qd, qdd, h, out)
 
     def forward_dynamics(self, q, qd, tau, h=None, out=None):
-        """qdd solving M qdd = tau + J^T h - C qd - g - friction (LDL^T, no inverse)."""
+        """qdd solving M qdd = tau + J^T h - C qd - g - friction (sparse L^T D L, no inverse)."""
         return self._run(&ROUTINES[K_FD], q, qd, tau, h, out)
 
     def kinetic_energy(self, q, qd, out=None):

@@ -81,7 +81,12 @@ class RobotDescription:
     gravity: sp.ImmutableMatrix  # 3x1, base frame
     base: sp.ImmutableMatrix  # 4x4 world -> base link
     joints: tuple[Joint, ...]
-    tool: sp.ImmutableMatrix  # 4x4, last link -> tool frame
+    tool: sp.ImmutableMatrix  # 4x4, tool link frame -> tool frame
+    tool_link: int = -1  # index of the joint whose link carries the tool; -1: the last joint's
+
+    @property
+    def tool_joint(self) -> int:
+        return self.tool_link if self.tool_link >= 0 else len(self.joints) - 1
 
     @property
     def n(self) -> int:

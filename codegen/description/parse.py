@@ -32,7 +32,8 @@ union unsigned void volatile while _Bool _Complex _Imaginary""".split())
 _RESERVED_NAMES = frozenset(FUNCTIONS) | frozenset(CONSTANTS) | _C_KEYWORDS
 
 TOP_KEYS = {"name", "description", "parameters", "gravity", "base", "joints", "tool"}
-JOINT_KEYS = {"name", "type", "dh", "mdh", "origin", "axis", "link", "friction", "motor", "limits"}
+JOINT_KEYS = {"name", "type", "parent", "dh", "mdh", "origin", "axis", "link", "friction", "motor", "limits"}
+TOOL_KEYS = {"link", "xyz", "rpy"}
 DH_KEYS = {"a", "alpha", "d", "theta"}
 ORIGIN_KEYS = {"xyz", "rpy"}
 LINK_KEYS = {"name", "mass", "com", "inertia"}
@@ -288,6 +289,20 @@ def _parse_joint(node: _Node, index: int, names: dict[str, int], link_names: dic
     name = _check_identifier(name_node, "joint name")
     if name in names:
         raise name_node.error(f"duplicate joint name {name!r} (first used by joints[{names[name]}])")
+    parent = index - 1
+    if node.has("parent"):
+        # Kinematic trees: the parent is an earlier joint (its link) or a link name, or "base".
+        parent_node = node.get("parent")
+        parent_name = parent_node.string()
+        if parent_name == "base":
+            parent = -1
+        elif parent_name in names:
+            parent = names[parent_name]
+        elif parent_name in link_names:
+            parent = link_names[parent_name]
+        else:
+            raise parent_node.error(f"unknown parent {parent_name!r}: name an earlier joint or link, or 'base' "
+                                    "(parents must come before their children)")
     names[name] = index
     type_node = node.get("type")
     kind = type_node.string()
@@ -343,7 +358,7 @@ def _parse_joint(node: _Node, index: int, names: dict[str, int], link_names: dic
         if limits.lower is not None and limits.upper is not None and limits.lower > limits.upper:
             raise limits_node.error("lower limit is above upper limit")
 
-    return Joint(name=name, kind=kind, parent=index - 1, placement=sp.ImmutableMatrix(placement), axis=axis,
+    return Joint(name=name, kind=kind, parent=parent, placement=sp.ImmutableMatrix(placement), axis=axis,
                  successor=sp.ImmutableMatrix(successor), link_name=link_name, inertial=inertial,
                  viscous=viscous, coulomb=coulomb, rotor=rotor, limits=limits, line=node.line)
 
@@ -369,7 +384,12 @@ def parse_text(text: str, path: str = "<string>", data: bytes | None = None) -> 
     parameters = _parse_parameters(root, ctx)
     gravity = root.get("gravity").vector3() if root.has("gravity") else sp.ImmutableMatrix([0, 0, sp.Rational(-981, 100)])
     base = _parse_origin(root.get("base")) if root.has("base") else sp.eye(4)
-    tool = _parse_origin(root.get("tool")) if root.has("tool") else sp.eye(4)
+    tool, tool_node = sp.eye(4), None
+    if root.has("tool"):
+        tool_node = root.get("tool").mapping(TOOL_KEYS)
+        xyz = tool_node.get("xyz").vector3() if tool_node.has("xyz") else sp.zeros(3, 1)
+        angles = tool_node.get("rpy").vector3() if tool_node.has("rpy") else sp.zeros(3, 1)
+        tool = geometry.homogeneous(geometry.rpy(*angles), xyz)
 
     joints_node = root.get("joints")
     items = joints_node.sequence()
@@ -378,13 +398,20 @@ def parse_text(text: str, path: str = "<string>", data: bytes | None = None) -> 
     names: dict[str, int] = {}
     link_names: dict[str, int] = {}
     joints = tuple(_parse_joint(item, i, names, link_names) for i, item in enumerate(items))
+    tool_link = -1
+    if tool_node is not None and tool_node.has("link"):
+        link_node = tool_node.get("link")
+        link = link_node.string()
+        tool_link = link_names.get(link, names.get(link, -2))
+        if tool_link == -2:
+            raise link_node.error(f"unknown link {link!r} (give a link or joint name)")
     _check_planar_inertias(items, joints, base)
     _check_unused_parameters(root, parameters, joints, gravity, base, tool)
 
     digest = hashlib.sha256(data if data is not None else text.encode()).hexdigest()
     return RobotDescription(name=name, path=path, source_sha256=digest, summary=summary,
                             parameters=parameters, gravity=gravity, base=sp.ImmutableMatrix(base),
-                            joints=joints, tool=sp.ImmutableMatrix(tool))
+                            joints=joints, tool=sp.ImmutableMatrix(tool), tool_link=tool_link)
 
 
 def _check_planar_inertias(items: list[_Node], joints: tuple[Joint, ...], base: sp.Matrix) -> None:

@@ -2,8 +2,8 @@
 
 Each routine is a list of output assignments; common subexpressions are
 eliminated across all outputs of a routine. Forward dynamics solves
-M q'' = tau - (C q' + g + friction) + J^T h with an LDL^T factorisation
-unrolled for the robot's fixed number of joints.
+M q'' = tau - (C q' + g + friction) + J^T h with a sparse L^T D L factorisation
+unrolled for the robot's kinematic tree.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def routine_specs(n: int) -> list[RoutineSpec]:
         RoutineSpec("friction", _args(qd), Argument("out", f"{n}", "Fv qd + Fs sgn(qd)")),
         RoutineSpec("nonlinear_effects", _args(q, qd), Argument("out", f"{n}", "C(q, qd) qd + g(q) + friction(qd)")),
         RoutineSpec("inverse_dynamics", _args(q, qd, qdd, h), Argument("out", f"{n}", "tau = M qdd + C qd + g + friction - J^T h")),
-        RoutineSpec("forward_dynamics", _args(q, qd, tau, h), Argument("out", f"{n}", "qdd solving M qdd = tau + J^T h - C qd - g - friction"), True),
+        RoutineSpec("forward_dynamics", _args(q, qd, tau, h), Argument("out", f"{n}", "qdd solving M qdd = tau + J^T h - C qd - g - friction (sparse L^T D L)"), True),
         RoutineSpec("kinetic_energy", _args(q, qd), Argument("out", "1", "0.5 qd^T M qd")),
         RoutineSpec("potential_energy", _args(q), Argument("out", "1", "gravitational potential energy, zero at the base origin")),
         RoutineSpec("tool_pose", _args(q), Argument("out", "4x4", "homogeneous transform base -> tool, row-major")),
@@ -131,25 +131,60 @@ def _wrench_term(model: SymbolicModel) -> sp.Matrix:
     return model.tool_jacobian.T * sp.Matrix(model.wrench)
 
 
-def _ldlt_solve(n: int, indent: str = "    ") -> list[str]:
-    """Unrolled LDL^T of the symmetric matrix in m_i_j (lower part) and solve for rhs_i.
+def _ltdl_solve(parents: list[int], indent: str = "    ") -> list[str]:
+    """Unrolled sparse factorisation M = Lᵀ D L and solve M x = rhs (Featherstone's LTDL).
 
+    Factoring from the last joint to the first, with parents numbered before their
+    children, creates no fill-in: only entries (i, j) with j an ancestor of i are ever
+    touched, so a kinematic tree costs less than a dense LDLᵀ. The lower triangle of M
+    is read from ``m_i_j`` (i >= j) and the right-hand side from ``rhs_i``.
     Returns -1 when a pivot is not positive (M not positive definite)."""
-    lines = [f"{indent}/* LDL^T factorisation, unrolled for n = {n}: M = L D L^T, L unit lower triangular. */"]
-    for j in range(n):
-        terms = " - ".join([f"l_{j}_{k} * l_{j}_{k} * d_{k}" for k in range(j)])
-        lines.append(f"{indent}const double d_{j} = m_{j}_{j}{' - ' + terms if terms else ''};")
-        lines.append(f"{indent}if (!(d_{j} > 0.0)) return -1;")
-        for i in range(j + 1, n):
-            terms = " - ".join([f"l_{i}_{k} * l_{j}_{k} * d_{k}" for k in range(j)])
-            lines.append(f"{indent}const double l_{i}_{j} = (m_{i}_{j}{' - ' + terms if terms else ''}) / d_{j};")
-    lines.append(f"{indent}/* Solve L y = rhs, D z = y, L^T x = z. */")
-    for i in range(n):
-        terms = " - ".join([f"l_{i}_{k} * y_{k}" for k in range(i)])
-        lines.append(f"{indent}const double y_{i} = rhs_{i}{' - ' + terms if terms else ''};")
+    n = len(parents)
+
+    def ancestors(i: int) -> list[int]:
+        chain = []
+        i = parents[i]
+        while i >= 0:
+            chain.append(i)
+            i = parents[i]
+        return chain
+
+    current = {(i, j): f"m_{i}_{j}" for i in range(n) for j in [i, *ancestors(i)]}
+    version = {}
+    lines = [f"{indent}/* M = L^T D L, unrolled for this kinematic tree (no fill-in). */"]
+
+    def assign(key, value):
+        version[key] = version.get(key, 0) + 1
+        name = f"f_{key[0]}_{key[1]}_{version[key]}"
+        lines.append(f"{indent}const double {name} = {value};")
+        current[key] = name
+
+    for k in reversed(range(n)):
+        lines.append(f"{indent}if (!({current[(k, k)]} > 0.0)) return -1;")
+        for i in ancestors(k):
+            ratio = f"a_{k}_{i}"
+            lines.append(f"{indent}const double {ratio} = {current[(k, i)]} / {current[(k, k)]};")
+            for j in [i, *ancestors(i)]:
+                assign((i, j), f"{current[(i, j)]} - {ratio} * {current[(k, j)]}")
+            current[(k, i)] = ratio
+    lines.append(f"{indent}/* Solve L^T y = rhs, then D z = y, then L x = z. */")
+    value = {i: f"rhs_{i}" for i in range(n)}
+    step = {}
+
+    def update(i, expression):
+        step[i] = step.get(i, 0) + 1
+        name = f"x_{i}_{step[i]}"
+        lines.append(f"{indent}const double {name} = {expression};")
+        value[i] = name
+
     for i in reversed(range(n)):
-        terms = " - ".join([f"l_{k}_{i} * out[{k}]" for k in range(i + 1, n)])
-        lines.append(f"{indent}out[{i}] = y_{i} / d_{i}{' - ' + terms if terms else ''};")
+        for j in ancestors(i):
+            update(j, f"{value[j]} - {current[(i, j)]} * {value[i]}")
+    for i in range(n):
+        update(i, f"{value[i]} / {current[(i, i)]}")
+    for i in range(n):
+        terms = " - ".join(f"{current[(i, j)]} * out[{j}]" for j in ancestors(i))
+        lines.append(f"{indent}out[{i}] = {value[i]}{' - ' + terms if terms else ''};")
     lines.append(f"{indent}return 0;")
     return lines
 
@@ -174,12 +209,19 @@ def _routine_bodies(model: SymbolicModel, emitter: _Emitter) -> dict[str, list[s
     bodies["inverse_dynamics"] = body
 
     # M's lower triangle and the right-hand side τ + Jᵀh − bias share subexpressions: one CSE block.
-    lower = [(f"m_{i}_{j}", model.M[i, j]) for i in range(n) for j in range(i + 1)]
+    parents = [joint.parent for joint in model.description.joints]
+
+    def related(i: int, j: int) -> bool:  # j is i or one of its ancestors
+        while i > j:
+            i = parents[i]
+        return i == j
+
+    lower = [(f"m_{i}_{j}", model.M[i, j]) for i in range(n) for j in range(i + 1) if related(i, j)]
     rhs_expr = sp.Matrix(model.tau) - bias + _wrench_term(model)
     rhs = [(f"rhs_{i}", rhs_expr[i]) for i in range(n)]
     body = ["    const double *restrict hw = h ? h : zero_wrench;"]
     body += emitter.block(lower + rhs, "forward_dynamics", declare=True)
-    body += _ldlt_solve(n)
+    body += _ltdl_solve(parents)
     bodies["forward_dynamics"] = body
 
     bodies["kinetic_energy"] = emitter.block([("out[0]", model.kinetic_energy)], "kinetic_energy")

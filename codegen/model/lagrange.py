@@ -183,9 +183,9 @@ def derive_lagrange(description: RobotDescription, simplify: bool = True) -> Sym
                           for i, joint in enumerate(description.joints)])
     kinetic = (sp.Matrix(qd).T * M * sp.Matrix(qd))[0, 0] / 2
 
-    tool = link_frames[-1] * sp.Matrix(description.tool)
+    tool = link_frames[description.tool_joint] * sp.Matrix(description.tool)
     tool = tool.applyfunc(sp.expand)
-    jv_t, jw_t = point_jacobian(tool[:3, 3], n - 1)
+    jv_t, jw_t = point_jacobian(tool[:3, 3], description.tool_joint)
     jacobian = sp.Matrix.vstack(jv_t, jw_t).applyfunc(sp.expand)
     end = time.perf_counter()
 

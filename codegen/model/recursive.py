@@ -326,10 +326,10 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
                             - sum((mass * (gravity.T * com)[0, 0] for mass, com in rotor_terms), sp.Integer(0)))
     kinetic = (sp.Matrix(qd).T * M * sp.Matrix(qd))[0, 0] / 2
 
-    tool = let_m(link_frames[-1] * sp.Matrix(description.tool))
+    tool = let_m(link_frames[description.tool_joint] * sp.Matrix(description.tool))
     tool_point = tool[:3, 3]
     jacobian = sp.zeros(6, n)
-    for j in ancestors(n - 1):
+    for j in ancestors(description.tool_joint):
         if joints[j].kind == "revolute":
             jacobian[:3, j] = axes[j].cross(tool_point - joint_frames[j][:3, 3])
             jacobian[3:, j] = axes[j]
