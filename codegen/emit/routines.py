@@ -149,39 +149,31 @@ def _ltdl_solve(parents: list[int], indent: str = "    ") -> list[str]:
             i = parents[i]
         return chain
 
-    current = {(i, j): f"m_{i}_{j}" for i in range(n) for j in [i, *ancestors(i)]}
-    version = {}
     lines = [f"{indent}/* M = L^T D L, unrolled for this kinematic tree (no fill-in). */"]
+    versions: dict[str, int] = {}
 
-    def assign(key, value):
-        version[key] = version.get(key, 0) + 1
-        name = f"f_{key[0]}_{key[1]}_{version[key]}"
-        lines.append(f"{indent}const double {name} = {value};")
-        current[key] = name
+    def fresh(prefix: str, expression: str) -> str:
+        """A new const local (C has no reassignment of const: each update gets a new name)."""
+        versions[prefix] = versions.get(prefix, 0) + 1
+        name = f"{prefix}_{versions[prefix]}"
+        lines.append(f"{indent}const double {name} = {expression};")
+        return name
 
+    current = {(i, j): f"m_{i}_{j}" for i in range(n) for j in [i, *ancestors(i)]}
     for k in reversed(range(n)):
         lines.append(f"{indent}if (!({current[(k, k)]} > 0.0)) return -1;")
         for i in ancestors(k):
-            ratio = f"a_{k}_{i}"
-            lines.append(f"{indent}const double {ratio} = {current[(k, i)]} / {current[(k, k)]};")
+            ratio = fresh(f"a_{k}_{i}", f"{current[(k, i)]} / {current[(k, k)]}")
             for j in [i, *ancestors(i)]:
-                assign((i, j), f"{current[(i, j)]} - {ratio} * {current[(k, j)]}")
+                current[(i, j)] = fresh(f"f_{i}_{j}", f"{current[(i, j)]} - {ratio} * {current[(k, j)]}")
             current[(k, i)] = ratio
     lines.append(f"{indent}/* Solve L^T y = rhs, then D z = y, then L x = z. */")
     value = {i: f"rhs_{i}" for i in range(n)}
-    step = {}
-
-    def update(i, expression):
-        step[i] = step.get(i, 0) + 1
-        name = f"x_{i}_{step[i]}"
-        lines.append(f"{indent}const double {name} = {expression};")
-        value[i] = name
-
     for i in reversed(range(n)):
         for j in ancestors(i):
-            update(j, f"{value[j]} - {current[(i, j)]} * {value[i]}")
+            value[j] = fresh(f"x_{j}", f"{value[j]} - {current[(i, j)]} * {value[i]}")
     for i in range(n):
-        update(i, f"{value[i]} / {current[(i, i)]}")
+        value[i] = fresh(f"x_{i}", f"{value[i]} / {current[(i, i)]}")
     for i in range(n):
         terms = " - ".join(f"{current[(i, j)]} * out[{j}]" for j in ancestors(i))
         lines.append(f"{indent}out[{i}] = {value[i]}{' - ' + terms if terms else ''};")
