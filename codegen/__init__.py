@@ -37,15 +37,17 @@ def derive_model(description, method: str = "auto", simplify: bool = True):
     return derive_recursive(description)
 
 
-def derive(path, method: str = "auto", simplify: bool = True):
+def derive(path, method: str = "auto", simplify: bool = True, lock=None):
     """Parse a description and return its SymbolicModel (M, C, g, ... as SymPy matrices).
 
     ``method``: "lagrange" (closed forms, Christoffel symbols), "recursive" (Newton-Euler,
     composite rigid body and a recursive Coriolis matrix; matrices refer to the
-    intermediate symbols in ``model.definitions``) or "auto" (Lagrange up to 3 joints)."""
-    from .description.parse import parse_file
+    intermediate symbols in ``model.definitions``) or "auto" (Lagrange up to 3 joints).
+    ``path`` is a YAML description or a URDF file; ``lock`` maps URDF joint names to the
+    positions at which they are frozen."""
+    from .description import parse_path
 
-    return derive_model(parse_file(path), method=method, simplify=simplify)
+    return derive_model(parse_path(path, lock), method=method, simplify=simplify)
 
 
 __all__ = ["__version__", "derive", "derive_model", "resolve_method", "METHODS", "BuildError", "CodegenError", "DescriptionError", "SelfCheckError"]

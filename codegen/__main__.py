@@ -19,7 +19,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m codegen",
         description="Derive the dynamic model of a robot description, emit C, compile it into a Python "
                     "extension module (cached) and self-check it.")
-    parser.add_argument("description", help="robot description (YAML), e.g. robots/rr.yaml")
+    parser.add_argument("description", help="robot description: our YAML format (e.g. robots/rr.yaml) or a URDF file")
+    parser.add_argument("--lock", metavar="JOINT=VALUE", action="append", default=[],
+                        help="URDF only: freeze a joint at a position (repeatable), e.g. --lock panda_finger_joint1=0")
     parser.add_argument("--out", metavar="DIR", help="cache directory for compiled modules "
                         "(default: $ROBODYN_CACHE_DIR, else $XDG_CACHE_HOME/robodyn or ~/.cache/robodyn)")
     parser.add_argument("--force", action="store_true", help="rebuild even if a cached module exists")
@@ -36,12 +38,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _print_model(path: str, simplify: bool, method: str) -> None:
+def _print_model(path: str, simplify: bool, method: str, lock: dict) -> None:
     import sympy as sp
 
     from . import derive
 
-    model = derive(path, method=method, simplify=simplify)
+    model = derive(path, method=method, simplify=simplify, lock=lock)
     if model.definitions:
         from .model.program import expand_program
 
@@ -80,18 +82,31 @@ def _expanded(model, expand_program):
                                definitions=())
 
 
+def _locks(parser: argparse.ArgumentParser, items: list[str]) -> dict[str, float]:
+    locks = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        try:
+            locks[name.strip()] = float(value)
+        except ValueError:
+            parser.error(f"--lock expects JOINT=VALUE with a number, got {item!r}")
+    return locks
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    lock = _locks(parser, args.lock)
     try:
         if args.print_model:
-            _print_model(args.description, not args.no_simplify, args.method)
+            _print_model(args.description, not args.no_simplify, args.method, lock)
             return 0
         from .build import ensure_built
 
         start = time.perf_counter()
         progress = None if args.quiet else (lambda message: print(f"[codegen] {message}", flush=True))
         built = ensure_built(args.description, out=args.out, force=args.force, progress=progress,
-                             simplify=not args.no_simplify, method=args.method)
+                             simplify=not args.no_simplify, method=args.method, lock=lock)
         elapsed = time.perf_counter() - start
     except DescriptionError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -116,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             print("operation counts after CSE: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
         print("use it from Python:")
         print("  import robodyn")
-        print(f"  robot = robodyn.load({args.description!r}" + (f", cache_dir={args.out!r})" if args.out else ")"))
+        extra = (f", cache_dir={args.out!r}" if args.out else "") + (f", lock={lock!r}" if lock else "")
+        print(f"  robot = robodyn.load({args.description!r}{extra})")
     return 0
 
 

@@ -95,14 +95,15 @@ def import_module(module_name: str, module_path: Path):
 
 def ensure_built(path: str | Path, out: str | Path | None = None, force: bool = False,
                  progress: Callable[[str], None] | None = None, simplify: bool = True,
-                 method: str = "auto") -> BuiltModule:
+                 method: str = "auto", lock: dict | None = None) -> BuiltModule:
     """Return the compiled module for a description, building it if needed."""
     say = progress or (lambda message: None)
     path = Path(path)
     start = time.perf_counter()
     data = _read_description(path)
     root = Path(out) if out is not None else default_cache_root()
-    key = cache_key(data, {"simplify": simplify, "method": method})
+    lock = {str(k): float(v) for k, v in (lock or {}).items()}
+    key = cache_key(data, {"simplify": simplify, "method": method, "lock": lock})
     if not force:
         cached = find_cached(root, key)
         if cached is not None:
@@ -110,16 +111,15 @@ def ensure_built(path: str | Path, out: str | Path | None = None, force: bool = 
                                cached.selfcheck, True, {"lookup_s": time.perf_counter() - start})
 
     # Heavy imports only when we really build.
-    from ..description.parse import decode_description, parse_text
+    from ..description import parse_source
     from ..emit.routines import emit
     from .. import derive_model, resolve_method
     from .compile import compile_module, write_build_tree
     from .selfcheck import report, run_selfcheck
 
     timings: dict[str, float] = {}
-    text = decode_description(data, str(path))
     t0 = time.perf_counter()
-    description = parse_text(text, str(path), data)
+    description = parse_source(data, str(path), lock)
     timings["parse_s"] = time.perf_counter() - t0
     say(f"parsed {path} ({description.n} joints, {len(description.parameters)} parameters)")
 

@@ -17,23 +17,45 @@ from .cache import COMPILE_FLAGS
 BRIDGE = Path(__file__).resolve().parent / "bridge.pyx"
 
 _SETUP_TEMPLATE = '''\
-# Build script written by robodyn codegen; run as: python {script} build_ext --inplace
+# Build script written by robodyn codegen; run as: python {script}
+# The robot's C file is compiled in a thread while Cython translates the bridge, so
+# the two largest steps overlap on a multi-core machine.
+import threading
+
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools._distutils.ccompiler import new_compiler
+from setuptools._distutils.sysconfig import customize_compiler
 
+compiler = new_compiler()
+customize_compiler(compiler)  # the same compiler and flags as build_ext
+robot_objects, robot_errors = [], []
+
+
+def compile_robot():
+    try:
+        robot_objects.extend(compiler.compile([{csource!r}], output_dir="build/robot", include_dirs=["."],
+                                              extra_postargs={flags!r}))
+    except Exception as exc:  # re-raised below, in the main thread
+        robot_errors.append(exc)
+
+
+worker = threading.Thread(target=compile_robot)
+worker.start()
 extension = Extension(
     {module!r},
-    sources=[{pyx!r}, {csource!r}],
+    sources=[{pyx!r}],
     include_dirs=[numpy.get_include(), "."],
     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     extra_compile_args={flags!r},
 )
-setup(
-    name={module!r},
-    ext_modules=cythonize([extension], language_level=3, quiet=True),
-    script_args=["build_ext", "--inplace"],
-)
+modules = cythonize([extension], language_level=3, quiet=True)
+worker.join()
+if robot_errors:
+    raise robot_errors[0]
+modules[0].extra_objects = robot_objects
+setup(name={module!r}, ext_modules=modules, script_args=["build_ext", "--inplace"])
 '''
 
 

@@ -9,6 +9,7 @@ double literal with 17 significant digits.
 
 from __future__ import annotations
 
+import re
 from typing import Mapping
 
 import sympy as sp
@@ -21,8 +22,14 @@ class UnprintableError(ValueError):
 
 class RobotCPrinter(C99CodePrinter):
     def __init__(self, names: Mapping[sp.Symbol, str]):
-        super().__init__({"strict": True, "math_macros": {}})
+        # order="none": print terms in their canonical argument order; sorting them for
+        # display dominates printing time and adds nothing to C.
+        super().__init__({"strict": True, "math_macros": {}, "order": "none"})
         self._names = dict(names)
+
+    def expression(self, expr) -> str:
+        """C text of one expression (``doprint`` without its statement machinery, ~5x faster)."""
+        return self._print(expr)
 
     def _print_Symbol(self, expr):
         try:
@@ -64,6 +71,14 @@ class RobotCPrinter(C99CodePrinter):
 
     _print_Pi = _print_NumberSymbol
     _print_Exp1 = _print_NumberSymbol
+
+
+_OPERATION = re.compile(r"[-+*/]|\b(?:sin|cos|tan|sqrt|pow|fabs)\(")
+
+
+def count_operations(c_text: str) -> int:
+    """Arithmetic operators and math-library calls in a C expression (unary minus included)."""
+    return len(_OPERATION.findall(c_text))
 
 
 def fold_constants(expr: sp.Expr) -> sp.Expr:

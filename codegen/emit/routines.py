@@ -18,7 +18,7 @@ import sympy as sp
 from .. import __version__
 from ..model.lagrange import SymbolicModel
 from ..model.program import needed_definitions
-from .printer import RobotCPrinter, fold_constants
+from .printer import RobotCPrinter, count_operations, fold_constants
 
 
 @dataclass(frozen=True)
@@ -112,12 +112,14 @@ class _Emitter:
         lines = []
         ops = 0
         for symbol, value in replacements:
-            lines.append(f"{indent}const double {symbol.name} = {printer.doprint(value)};")
-            ops += sp.count_ops(value)
+            text = printer.expression(value)
+            lines.append(f"{indent}const double {symbol.name} = {text};")
+            ops += count_operations(text)
         for target, value in zip(targets, reduced):
             lhs = f"const double {target}" if declare else target
-            lines.append(f"{indent}{lhs} = {printer.doprint(value)};")
-            ops += sp.count_ops(value)
+            text = printer.expression(value)
+            lines.append(f"{indent}{lhs} = {text};")
+            ops += count_operations(text)
         self.operation_counts[tag] = self.operation_counts.get(tag, 0) + int(ops)
         return lines
 
