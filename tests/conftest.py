@@ -9,7 +9,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 ROBOTS = ROOT / "robots"
-EXAMPLES = ("pendulum", "rr", "rp", "pr", "pp", "rrr")
+EXAMPLES = ("pendulum", "rr", "rp", "pr", "pp", "rrr", "puma560")
+LAGRANGE_EXAMPLES = EXAMPLES[:-1]  # the Puma takes minutes by the Lagrange route
 
 
 @pytest.fixture(scope="session")

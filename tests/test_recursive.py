@@ -8,7 +8,7 @@ import sympy as sp
 
 from codegen import derive, resolve_method
 from codegen.model.program import needed_definitions
-from conftest import EXAMPLES, ROBOTS
+from conftest import LAGRANGE_EXAMPLES, ROBOTS
 
 
 QUANTITIES = {
@@ -23,7 +23,7 @@ QUANTITIES = {
 TREE = ROBOTS.parent / "tests" / "data" / "branching.yaml"
 
 
-@pytest.mark.parametrize("name", [*EXAMPLES, "branching"])
+@pytest.mark.parametrize("name", [*LAGRANGE_EXAMPLES, "branching"])
 def test_routes_agree(name, derived):
     path = TREE if name == "branching" else ROBOTS / f"{name}.yaml"
     lagrange = derive(path, method="lagrange") if name == "branching" else derived(name)
