@@ -1,0 +1,83 @@
+"""Agreement with Pinocchio on real URDF robots (Panda with locked fingers, UR5).
+
+Pinocchio and example-robot-data are test-only dependencies; without them these
+tests are skipped. Compared at 200 random states each: M, the Coriolis matrix,
+g, inverse and forward dynamics, to 1e-9 relative.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pinocchio = pytest.importorskip("pinocchio")
+
+from pathlib import Path  # noqa: E402
+
+import robodyn  # noqa: E402
+
+
+def _urdf(relative: str) -> Path:
+    root = Path(pinocchio.__file__).resolve()
+    for parent in root.parents:
+        candidate = parent / "cmeel.prefix" / "share" / "example-robot-data" / "robots" / relative
+        if candidate.is_file():
+            return candidate
+    pytest.skip(f"example-robot-data is not installed ({relative} not found)")
+
+
+PANDA = "panda_description/urdf/panda.urdf"
+UR5 = "ur_description/urdf/ur5_robot.urdf"
+FINGERS = ("panda_finger_joint1", "panda_finger_joint2")
+STATES = 200
+TOLERANCE = 1e-9
+
+
+def _pinocchio_model(path: Path, locked: tuple[str, ...]):
+    model = pinocchio.buildModelFromUrdf(str(path))
+    if locked:
+        ids = [model.getJointId(name) for name in locked]
+        model = pinocchio.buildReducedModel(model, ids, pinocchio.neutral(model))
+    return model
+
+
+def _relative(a, b):
+    return np.abs(a - b).max() / max(np.abs(b).max(), 1e-300)
+
+
+@pytest.fixture(scope="module", params=[(PANDA, FINGERS), (UR5, ())], ids=["panda", "ur5"])
+def pair(request, tmp_path_factory):
+    relative, locked = request.param
+    path = _urdf(relative)
+    robot = robodyn.load(path, cache_dir=tmp_path_factory.mktemp("pin"), lock={name: 0.0 for name in locked})
+    model = _pinocchio_model(path, locked)
+    assert model.nq == model.nv == robot.n
+    assert [model.names[i] for i in range(1, model.njoints)] == list(robot.joint_names)
+    return robot, model
+
+
+def _states(robot, model, count, seed):
+    rng = np.random.default_rng(seed)
+    lower = np.maximum(model.lowerPositionLimit, -np.pi)
+    upper = np.minimum(model.upperPositionLimit, np.pi)
+    for _ in range(count):
+        yield (rng.uniform(lower, upper), rng.uniform(-2, 2, robot.n), rng.uniform(-5, 5, robot.n),
+               rng.uniform(-20, 20, robot.n))
+
+
+def test_dynamics_agree_with_pinocchio(pair):
+    robot, model = pair
+    data = model.createData()
+    worst = {"M": 0.0, "C": 0.0, "g": 0.0, "inverse": 0.0, "forward": 0.0}
+    for q, qd, qdd, tau in _states(robot, model, STATES, 0):
+        friction = robot.friction(qd)
+        M_pin = pinocchio.crba(model, data, q)
+        M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
+        worst["M"] = max(worst["M"], _relative(robot.M(q), M_pin))
+        worst["C"] = max(worst["C"], _relative(robot.C(q, qd), pinocchio.computeCoriolisMatrix(model, data, q, qd)))
+        worst["g"] = max(worst["g"], _relative(robot.g(q), pinocchio.computeGeneralizedGravity(model, data, q)))
+        worst["inverse"] = max(worst["inverse"], _relative(robot.inverse_dynamics(q, qd, qdd) - friction,
+                                                           pinocchio.rnea(model, data, q, qd, qdd)))
+        worst["forward"] = max(worst["forward"], _relative(robot.forward_dynamics(q, qd, tau + friction),
+                                                           pinocchio.aba(model, data, q, qd, tau)))
+    assert all(error <= TOLERANCE for error in worst.values()), worst
