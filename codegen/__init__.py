@@ -37,7 +37,7 @@ def derive_model(description, method: str = "auto", simplify: bool = True):
     return derive_recursive(description)
 
 
-def derive(path, method: str = "auto", simplify: bool = True, lock=None):
+def derive(path, method: str = "auto", simplify: bool = True, lock=None, runtime_parameters: bool = False):
     """Parse a description and return its SymbolicModel (M, C, g, ... as SymPy matrices).
 
     ``method``: "lagrange" (closed forms, Christoffel symbols), "recursive" (Newton-Euler,
@@ -47,7 +47,7 @@ def derive(path, method: str = "auto", simplify: bool = True, lock=None):
     positions at which they are frozen."""
     from .description import parse_path
 
-    return derive_model(parse_path(path, lock), method=method, simplify=simplify)
+    return derive_model(parse_path(path, lock, runtime_parameters), method=method, simplify=simplify)
 
 
 __all__ = ["__version__", "derive", "derive_model", "resolve_method", "METHODS", "BuildError", "CodegenError", "DescriptionError", "SelfCheckError"]

@@ -24,6 +24,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="URDF only: freeze a joint at a position (repeatable), e.g. --lock panda_finger_joint1=0")
     parser.add_argument("--out", metavar="DIR", help="cache directory for compiled modules "
                         "(default: $ROBODYN_CACHE_DIR, else $XDG_CACHE_HOME/robodyn or ~/.cache/robodyn)")
+    parser.add_argument("--runtime-parameters", action="store_true",
+                        help="URDF only: keep masses, centres of mass, inertias and friction as parameters "
+                             "settable at run time (default: baked into the code as numbers)")
     parser.add_argument("--force", action="store_true", help="rebuild even if a cached module exists")
     parser.add_argument("--print", dest="print_model", action="store_true",
                         help="print the symbolic model (M, C, g, friction, energies) and exit without building")
@@ -38,12 +41,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _print_model(path: str, simplify: bool, method: str, lock: dict) -> None:
+def _print_model(path: str, simplify: bool, method: str, lock: dict, runtime_parameters: bool) -> None:
     import sympy as sp
 
     from . import derive
 
-    model = derive(path, method=method, simplify=simplify, lock=lock)
+    model = derive(path, method=method, simplify=simplify, lock=lock, runtime_parameters=runtime_parameters)
     if model.definitions:
         from .model.program import expand_program
 
@@ -99,14 +102,15 @@ def main(argv: list[str] | None = None) -> int:
     lock = _locks(parser, args.lock)
     try:
         if args.print_model:
-            _print_model(args.description, not args.no_simplify, args.method, lock)
+            _print_model(args.description, not args.no_simplify, args.method, lock, args.runtime_parameters)
             return 0
         from .build import ensure_built
 
         start = time.perf_counter()
         progress = None if args.quiet else (lambda message: print(f"[codegen] {message}", flush=True))
         built = ensure_built(args.description, out=args.out, force=args.force, progress=progress,
-                             simplify=not args.no_simplify, method=args.method, lock=lock)
+                             simplify=not args.no_simplify, method=args.method, lock=lock,
+                             runtime_parameters=args.runtime_parameters)
         elapsed = time.perf_counter() - start
     except DescriptionError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -131,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
             print("operation counts after CSE: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
         print("use it from Python:")
         print("  import robodyn")
-        extra = (f", cache_dir={args.out!r}" if args.out else "") + (f", lock={lock!r}" if lock else "")
+        extra = (f", cache_dir={args.out!r}" if args.out else "") + (f", lock={lock!r}" if lock else "") \
+            + (", runtime_parameters=True" if args.runtime_parameters else "")
         print(f"  robot = robodyn.load({args.description!r}{extra})")
     return 0
 

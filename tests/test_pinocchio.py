@@ -81,3 +81,25 @@ def test_dynamics_agree_with_pinocchio(pair):
         worst["forward"] = max(worst["forward"], _relative(robot.forward_dynamics(q, qd, tau + friction),
                                                            pinocchio.aba(model, data, q, qd, tau)))
     assert all(error <= TOLERANCE for error in worst.values()), worst
+
+
+def test_runtime_inertial_parameters_follow_pinocchio(tmp_path):
+    """UR5 with --runtime-parameters: same dynamics at the defaults, and after changing a mass."""
+    path = _urdf(UR5)
+    robot = robodyn.load(path, cache_dir=tmp_path, runtime_parameters=True)
+    model = _pinocchio_model(path, ())
+    assert len(robot.params) >= 60 and "wrist_3_link_m" in robot.params
+    data = model.createData()
+    last = model.njoints - 1
+    for scale in (1.0, 3.0):
+        robot.params["wrist_3_link_m"] = robot.params.defaults["wrist_3_link_m"] * scale
+        original = model.inertias[last]
+        model.inertias[last] = pinocchio.Inertia(original.mass * scale,
+                                                 original.lever, original.inertia)
+        for q, qd, qdd, _ in _states(robot, model, 20, 1):
+            M_pin = pinocchio.crba(model, data, q)
+            M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
+            assert _relative(robot.M(q), M_pin) <= TOLERANCE
+            assert _relative(robot.inverse_dynamics(q, qd, qdd) - robot.friction(qd),
+                             pinocchio.rnea(model, data, q, qd, qdd)) <= TOLERANCE
+        model.inertias[last] = original

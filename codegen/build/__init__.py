@@ -95,7 +95,7 @@ def import_module(module_name: str, module_path: Path):
 
 def ensure_built(path: str | Path, out: str | Path | None = None, force: bool = False,
                  progress: Callable[[str], None] | None = None, simplify: bool = True,
-                 method: str = "auto", lock: dict | None = None) -> BuiltModule:
+                 method: str = "auto", lock: dict | None = None, runtime_parameters: bool = False) -> BuiltModule:
     """Return the compiled module for a description, building it if needed."""
     say = progress or (lambda message: None)
     path = Path(path)
@@ -103,7 +103,8 @@ def ensure_built(path: str | Path, out: str | Path | None = None, force: bool = 
     data = _read_description(path)
     root = Path(out) if out is not None else default_cache_root()
     lock = {str(k): float(v) for k, v in (lock or {}).items()}
-    key = cache_key(data, {"simplify": simplify, "method": method, "lock": lock})
+    options = {"simplify": simplify, "method": method, "lock": lock, "runtime_parameters": runtime_parameters}
+    key = cache_key(data, options)
     if not force:
         cached = find_cached(root, key)
         if cached is not None:
@@ -119,7 +120,7 @@ def ensure_built(path: str | Path, out: str | Path | None = None, force: bool = 
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    description = parse_source(data, str(path), lock)
+    description = parse_source(data, str(path), lock, runtime_parameters)
     timings["parse_s"] = time.perf_counter() - t0
     say(f"parsed {path} ({description.n} joints, {len(description.parameters)} parameters)")
 

@@ -37,6 +37,7 @@ What becomes of a URDF:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import re
@@ -51,7 +52,7 @@ import sympy as sp
 from .. import geometry
 from ..errors import DescriptionError
 from .expressions import ExpressionError, parse_number_literal
-from .model import Inertial, Joint, Limits, RobotDescription
+from .model import Inertial, Joint, Limits, Parameter, RobotDescription
 
 MOVING_TYPES = ("revolute", "continuous", "prismatic")
 REJECTED_TYPES = ("floating", "planar")
@@ -482,11 +483,15 @@ def _robot_name(raw: str, path: str) -> str:
 
 
 def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | None = None,
-                    lock: Mapping[str, float] | None = None) -> RobotDescription:
+                    lock: Mapping[str, float] | None = None,
+                    runtime_parameters: bool = False) -> RobotDescription:
     """Parse URDF text (or bytes, whose XML declaration then gives the encoding).
 
     ``lock`` maps names of moving joints to positions (rad or m): each becomes a fixed joint at that
     position and is merged like one. ``path`` is used in messages and for the summary.
+    By default inertial values are numbers baked into the generated code (zeros vanish, fewer
+    operations); ``runtime_parameters`` makes each moving body's mass, centre of mass and
+    inertia, and each nonzero friction coefficient, a named parameter settable at run time.
     """
     reader = _Reader(path)
     robot = _parse_xml(text, path)
@@ -549,13 +554,52 @@ def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | Non
         raise reader.error(robot, "robot", "the URDF has no moving joint (revolute, continuous or prismatic) "
                            "left to model" + (" after locking" if locked else ""))
 
+    parameters: tuple[Parameter, ...] = ()
+    if runtime_parameters:
+        model_joints, parameters = _parameterise(model_joints)
+
     digest_source = data if data is not None else (text if isinstance(text, bytes) else text.encode())
     summary = f"from URDF {Path(path).name}"
     if locked:
         summary += "; locked " + ", ".join(f"{k}={float(v):g}" for k, v in locked.items())
     return RobotDescription(name=name, path=path, source_sha256=hashlib.sha256(digest_source).hexdigest(),
-                            summary=summary, parameters=(), gravity=GRAVITY, base=sp.ImmutableMatrix(sp.eye(4)),
+                            summary=summary, parameters=parameters, gravity=GRAVITY, base=sp.ImmutableMatrix(sp.eye(4)),
                             joints=tuple(model_joints), tool=sp.ImmutableMatrix(sp.eye(4)))
+
+
+def _parameterise(joints: list[Joint]) -> tuple[list[Joint], tuple[Parameter, ...]]:
+    """Replace baked inertial and friction values by named parameters (defaults: the values)."""
+    parameters: list[Parameter] = []
+    taken: set[str] = set()
+
+    def parameter(stem: str, suffix: str, value) -> sp.Symbol:
+        base = re.sub(r"[^A-Za-z0-9_]", "_", stem)
+        if not base or not base[0].isalpha():
+            base = "p_" + base
+        name, count = f"{base}_{suffix}", 1
+        while name in taken:
+            count += 1
+            name = f"{base}{count}_{suffix}"
+        taken.add(name)
+        symbol = sp.Symbol(name, real=True)
+        parameters.append(Parameter(name, float(value), symbol))
+        return symbol
+
+    result = []
+    for joint in joints:
+        body = joint.inertial
+        stem = joint.link_name
+        mass = parameter(stem, "m", body.mass)
+        com = sp.ImmutableMatrix([parameter(stem, f"c{axis}", body.com[k]) for k, axis in enumerate("xyz")])
+        inertia = sp.zeros(3, 3)
+        for (i, j), suffix in zip(((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)),
+                                  ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")):
+            inertia[i, j] = inertia[j, i] = parameter(stem, suffix, body.inertia[i, j])
+        viscous = parameter(joint.name, "fv", joint.viscous) if joint.viscous != 0 else joint.viscous
+        coulomb = parameter(joint.name, "fs", joint.coulomb) if joint.coulomb != 0 else joint.coulomb
+        result.append(dataclasses.replace(joint, inertial=Inertial(mass, com, sp.ImmutableMatrix(inertia), False),
+                                          viscous=viscous, coulomb=coulomb))
+    return result, tuple(parameters)
 
 
 def _find_xacro(element: _Element) -> _Element | None:
