@@ -46,7 +46,7 @@ def test_routes_agree(name, derived):
             a = np.array(f_l(q, qd, qdd, h, params), dtype=float)
             b = np.array(f_r(q, qd, qdd, h, params), dtype=float)
             scale = max(np.abs(a).max(), 1e-300)
-            assert np.abs(a - b).max() <= 1e-11 * scale, (quantity, a, b)
+            assert np.abs(a - b).max() <= 1e-12 * scale, (quantity, a, b)
 
 
 def test_auto_method_choice():
