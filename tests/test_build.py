@@ -53,8 +53,10 @@ def test_changed_value_rebuilds(tmp_path):
     second = ensure_built(copy, out=cache)
     assert not second.cache_hit and second.directory != first.directory
     assert len(_published(cache)) == 2
+    before = second.module_path.stat().st_ino
     forced = ensure_built(copy, out=cache, force=True)
     assert not forced.cache_hit and forced.directory == second.directory
+    assert forced.module_path.stat().st_ino != before  # really replaced, not discarded
 
 
 def test_build_error_carries_command_and_log_and_publishes_nothing(tmp_path, monkeypatch):

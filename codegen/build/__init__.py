@@ -180,9 +180,11 @@ def ensure_built(path: str | Path, out: str | Path | None = None, force: bool = 
         try:
             os.rename(workdir, entry.directory)
         except OSError:
-            if entry.is_complete():  # someone else published the same key first
+            if entry.is_complete() and not force:  # someone else published the same key first
                 shutil.rmtree(workdir, ignore_errors=True)
             elif entry.directory.exists():
+                # A forced rebuild, or a broken entry: replace it. Modules already imported from
+                # it stay valid (their files are unlinked, not changed).
                 shutil.rmtree(entry.directory, ignore_errors=True)
                 os.rename(workdir, entry.directory)
             else:

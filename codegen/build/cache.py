@@ -18,7 +18,8 @@ from pathlib import Path
 
 from .. import __version__
 
-COMPILE_FLAGS = ("-O2", "-fno-math-errno")
+# -g0: Python's own CFLAGS ask for debug information, which costs a third of the compile time.
+COMPILE_FLAGS = ("-O2", "-g0", "-fno-math-errno")
 MANIFEST = "manifest.json"
 SELFCHECK = "selfcheck.json"
 _GENERATOR_ROOT = Path(__file__).resolve().parent.parent
