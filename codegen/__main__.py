@@ -24,6 +24,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="URDF only: freeze a joint at a position (repeatable), e.g. --lock panda_finger_joint1=0")
     parser.add_argument("--out", metavar="DIR", help="cache directory for compiled modules "
                         "(default: $ROBODYN_CACHE_DIR, else $XDG_CACHE_HOME/robodyn or ~/.cache/robodyn)")
+    parser.add_argument("--forward", choices=("ltdl", "aba"), default="ltdl",
+                        help="forward dynamics: M, bias and a sparse L^T D L solve (default; any robot), or the "
+                             "articulated-body algorithm (recursive route, no motor rotors)")
     parser.add_argument("--runtime-parameters", action="store_true",
                         help="URDF only: keep masses, centres of mass, inertias and friction as parameters "
                              "settable at run time (default: baked into the code as numbers)")
@@ -110,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         progress = None if args.quiet else (lambda message: print(f"[codegen] {message}", flush=True))
         built = ensure_built(args.description, out=args.out, force=args.force, progress=progress,
                              simplify=not args.no_simplify, method=args.method, lock=lock,
-                             runtime_parameters=args.runtime_parameters)
+                             runtime_parameters=args.runtime_parameters, forward=args.forward)
         elapsed = time.perf_counter() - start
     except DescriptionError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -70,3 +70,20 @@ def test_tree_builds_and_is_sparse(tmp_path):
     qd, tau = np.ones(robot.n), np.arange(robot.n, dtype=float)
     np.testing.assert_allclose(robot.forward_dynamics(q, qd, tau),
                                np.linalg.solve(M, tau - robot.nonlinear_effects(q, qd)), rtol=1e-10, atol=1e-12)
+
+
+def test_articulated_body_forward_dynamics_equals_ltdl(tmp_path):
+    """The articulated-body variant of forward dynamics gives the L^T D L solve's numbers."""
+    import robodyn
+
+    path = ROBOTS.parent / "tests" / "urdf" / "three_joints.urdf"
+    ltdl = robodyn.load(path, cache_dir=tmp_path, method="recursive")
+    aba = robodyn.load(path, cache_dir=tmp_path, method="recursive", forward="aba")
+    assert aba.selfcheck["passed"] and aba.manifest["key"] != ltdl.manifest["key"]
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        q, qd, tau, h = rng.uniform(-2, 2, ltdl.n), rng.normal(size=ltdl.n), rng.normal(size=ltdl.n), rng.normal(size=6)
+        np.testing.assert_allclose(aba.forward_dynamics(q, qd, tau, h), ltdl.forward_dynamics(q, qd, tau, h),
+                                   rtol=1e-10, atol=1e-12)
+    with pytest.raises(Exception, match="articulated-body"):
+        robodyn.load(ROBOTS / "rrr.yaml", cache_dir=tmp_path, method="recursive", forward="aba")

@@ -95,7 +95,8 @@ def import_module(module_name: str, module_path: Path):
 
 def ensure_built(path: str | Path, out: str | Path | None = None, force: bool = False,
                  progress: Callable[[str], None] | None = None, simplify: bool = True,
-                 method: str = "auto", lock: dict | None = None, runtime_parameters: bool = False) -> BuiltModule:
+                 method: str = "auto", lock: dict | None = None, runtime_parameters: bool = False,
+                 forward: str = "ltdl") -> BuiltModule:
     """Return the compiled module for a description, building it if needed."""
     say = progress or (lambda message: None)
     path = Path(path)
@@ -103,7 +104,8 @@ def ensure_built(path: str | Path, out: str | Path | None = None, force: bool = 
     data = _read_description(path)
     root = Path(out) if out is not None else default_cache_root()
     lock = {str(k): float(v) for k, v in (lock or {}).items()}
-    options = {"simplify": simplify, "method": method, "lock": lock, "runtime_parameters": runtime_parameters}
+    options = {"simplify": simplify, "method": method, "lock": lock, "runtime_parameters": runtime_parameters,
+               "forward": forward}
     key = cache_key(data, options)
     if not force:
         cached = find_cached(root, key)
@@ -132,7 +134,10 @@ def ensure_built(path: str | Path, out: str | Path | None = None, force: bool = 
     say(f"derived the {name} model in {timings['derive_s']:.2f} s")
 
     t0 = time.perf_counter()
-    sources = emit(model)
+    if forward == "aba" and model.aba is None:
+        raise BuildError("forward dynamics by the articulated-body algorithm needs the recursive route "
+                         "and a robot without motor rotors; use the default (ltdl)")
+    sources = emit(model, forward=forward)
     timings["emit_s"] = time.perf_counter() - t0
     timings["cse_s"] = sources.timings["cse_s"]
     total_ops = sum(sources.operation_counts.values())

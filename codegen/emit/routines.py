@@ -183,7 +183,7 @@ def _ltdl_solve(parents: list[int], indent: str = "    ") -> list[str]:
     return lines
 
 
-def _routine_bodies(model: SymbolicModel, emitter: _Emitter) -> dict[str, list[str]]:
+def _routine_bodies(model: SymbolicModel, emitter: _Emitter, forward: str) -> dict[str, list[str]]:
     n = model.n
     qd = sp.Matrix(model.qd)
     qdd = sp.Matrix(model.qdd)
@@ -213,9 +213,19 @@ def _routine_bodies(model: SymbolicModel, emitter: _Emitter) -> dict[str, list[s
     lower = [(f"m_{i}_{j}", model.M[i, j]) for i in range(n) for j in range(i + 1) if related(i, j)]
     rhs_expr = sp.Matrix(model.tau) - bias + _wrench_term(model)
     rhs = [(f"rhs_{i}", rhs_expr[i]) for i in range(n)]
-    body = ["    const double *restrict hw = h ? h : zero_wrench;"]
-    body += emitter.block(lower + rhs, "forward_dynamics", declare=True)
-    body += _ltdl_solve(parents)
+    if forward == "aba" and model.aba is not None:
+        # Articulated-body algorithm: no mass matrix, no factorisation; a pivot D_i <= 0
+        # means M is not positive definite.
+        qdd_aba, pivots = model.aba
+        body = ["    const double *restrict hw = h ? h : zero_wrench;"]
+        body += emitter.block([(f"pivot_{i}", d) for i, d in enumerate(pivots)]
+                              + [(f"qdd_{i}", qdd_aba[i]) for i in range(n)], "forward_dynamics", declare=True)
+        body += [f"    if (!(pivot_{i} > 0.0)) return -1;" for i in range(n)]
+        body += [f"    out[{i}] = qdd_{i};" for i in range(n)] + ["    return 0;"]
+    else:
+        body = ["    const double *restrict hw = h ? h : zero_wrench;"]
+        body += emitter.block(lower + rhs, "forward_dynamics", declare=True)
+        body += _ltdl_solve(parents)
     bodies["forward_dynamics"] = body
 
     bodies["kinetic_energy"] = emitter.block([("out[0]", model.kinetic_energy)], "kinetic_energy")
@@ -257,8 +267,16 @@ def build_metadata(model: SymbolicModel) -> dict:
     }
 
 
-def emit(model: SymbolicModel) -> GeneratedSources:
-    """Generate the C header, the C source and the Cython declarations."""
+FORWARD_METHODS = ("ltdl", "aba")
+
+
+def emit(model: SymbolicModel, forward: str = "ltdl") -> GeneratedSources:
+    """Generate the C header, the C source and the Cython declarations.
+
+    ``forward``: forward dynamics by M, the bias and a sparse LᵀDL solve ("ltdl"), or by the
+    articulated-body algorithm ("aba", recursive models without rotors only)."""
+    if forward not in FORWARD_METHODS:
+        raise ValueError(f"unknown forward-dynamics method {forward!r}; expected one of {FORWARD_METHODS}")
     start = time.perf_counter()
     description = model.description
     prefix = description.name
@@ -266,7 +284,7 @@ def emit(model: SymbolicModel) -> GeneratedSources:
     n = model.n
     emitter = _Emitter(model)
     specs = routine_specs(n)
-    bodies = _routine_bodies(model, emitter)
+    bodies = _routine_bodies(model, emitter, forward)
     metadata = build_metadata(model)
     metadata["operation_counts"] = dict(sorted(emitter.operation_counts.items()))
     metadata_json = json.dumps(metadata, sort_keys=True, separators=(",", ":"))

@@ -43,6 +43,7 @@ class SymbolicModel:
     method: str = "lagrange"
     rnea_tau: sp.ImmutableMatrix | None = None
     bias: sp.ImmutableMatrix | None = None
+    aba: tuple | None = None  # (q̈ expressions, pivots D_i) of the articulated-body algorithm
     timings: dict = field(default_factory=dict, compare=False)
 
     @property

@@ -220,6 +220,45 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
                 force[joints[i].parent] = force[joints[i].parent] + to_parent(i, f)
         return sp.Matrix(torque)
 
+    def articulated_body(tool: sp.Matrix, friction: sp.Matrix) -> tuple[sp.Matrix, list[sp.Expr]]:
+        """Featherstone's articulated-body algorithm: q̈ and the pivots D_i (> 0 iff M is PD).
+
+        Valid without rotors (a rotor couples its joint to the parent link's motion, which
+        this algorithm's joint model does not express). The tool wrench h (base frame, at the
+        tool origin) enters as an external force on the tool's link."""
+        bias_c = [let_v(psi_dot[i] * qd[i]) for i in range(n)]
+        inertia_a = [sp.Matrix(link_inertia[i]) for i in range(n)]
+        force_a = [force_cross(velocity[i]) * (link_inertia[i] * velocity[i]) for i in range(n)]
+        # External wrench, carried to the tool link's frame and origin.
+        k = description.tool_joint
+        frame = link_frames[k]
+        rotation_t = frame[:3, :3].T
+        force = sp.Matrix(wrench[:3])
+        moment = sp.Matrix(wrench[3:]) + (tool[:3, 3] - frame[:3, 3]).cross(force)
+        force_a[k] = force_a[k] - let_v([*(rotation_t * moment), *(rotation_t * force)])
+        effort = [tau[i] - friction[i] for i in range(n)]
+        U, D, u = [None] * n, [None] * n, [None] * n
+        for i in reversed(range(n)):
+            inertia_a[i] = let_m(inertia_a[i])
+            force_a[i] = let_v(force_a[i])
+            U[i] = let_v(inertia_a[i] * subspace[i])
+            D[i] = program.let((subspace[i].T * U[i])[0, 0])
+            u[i] = program.let(effort[i] - (subspace[i].T * force_a[i])[0, 0])
+            parent = joints[i].parent
+            if parent >= 0:
+                inertia_small = let_m(inertia_a[i] - U[i] * U[i].T / D[i])
+                force_small = let_v(force_a[i] + inertia_small * bias_c[i] + U[i] * u[i] / D[i])
+                inertia_a[parent] = inertia_a[parent] + matrix_to_parent(i, inertia_small)
+                force_a[parent] = force_a[parent] + to_parent(i, force_small)
+        base_acceleration = sp.Matrix([0, 0, 0, *(-base_gravity)])
+        acc, qdd_out = [None] * n, [None] * n
+        for i, joint in enumerate(joints):
+            parent_a = base_acceleration if joint.parent < 0 else acc[joint.parent]
+            a_prime = let_v(to_child(i, parent_a) + bias_c[i])
+            qdd_out[i] = program.let((u[i] - (U[i].T * a_prime)[0, 0]) / D[i])
+            acc[i] = let_v(a_prime + subspace[i] * qdd_out[i])
+        return sp.Matrix(qdd_out), D
+
     t0 = time.perf_counter()
     rnea_tau = newton_euler(True, True, True)
     bias = newton_euler(True, False, True)
@@ -313,6 +352,11 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
                 C[r, k] = program.let(C[r, k] + (jac[r][0].T * products[k])[0, 0])
     t_coriolis = time.perf_counter()
 
+    friction = sp.Matrix([joint.viscous * qd[i] + joint.coulomb * sp.sign(qd[i]) for i, joint in enumerate(joints)])
+    tool = let_m(link_frames[description.tool_joint] * sp.Matrix(description.tool))
+    aba = None if rotors else articulated_body(tool, friction)
+    t_aba = time.perf_counter()
+
     link_com = [let_v(link_frames[i][:3, :3] * sp.Matrix(j.inertial.com) + link_frames[i][:3, 3])
                 for i, j in enumerate(joints)]
     rotor_terms = [(joints[i].rotor.mass,
@@ -320,13 +364,11 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
                    for i, _, _, _ in rotors]
     axes = [let_v(joint_frames[i][:3, :3] * sp.Matrix(j.axis)) for i, j in enumerate(joints)]
 
-    friction = sp.Matrix([joint.viscous * qd[i] + joint.coulomb * sp.sign(qd[i]) for i, joint in enumerate(joints)])
     potential = program.let(-sum((joint.inertial.mass * (gravity.T * link_com[i])[0, 0]
                                   for i, joint in enumerate(joints)), sp.Integer(0))
                             - sum((mass * (gravity.T * com)[0, 0] for mass, com in rotor_terms), sp.Integer(0)))
     kinetic = (sp.Matrix(qd).T * M * sp.Matrix(qd))[0, 0] / 2
 
-    tool = let_m(link_frames[description.tool_joint] * sp.Matrix(description.tool))
     tool_point = tool[:3, 3]
     jacobian = sp.zeros(6, n)
     for j in ancestors(description.tool_joint):
@@ -346,6 +388,7 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
         tool_pose=sp.ImmutableMatrix(tool), tool_jacobian=sp.ImmutableMatrix(jacobian),
         definitions=tuple(program.definitions), method="recursive",
         rnea_tau=sp.ImmutableMatrix(rnea_tau + friction), bias=sp.ImmutableMatrix(bias + friction),
+        aba=None if aba is None else (sp.ImmutableMatrix(aba[0]), tuple(aba[1])),
         timings={"kinematics_s": t0 - start, "newton_euler_s": t_rnea - t0, "crba_s": t_crba - t_rnea,
-                 "coriolis_s": t_coriolis - t_crba, "rest_s": end - t_coriolis, "total_s": end - start},
+                 "coriolis_s": t_coriolis - t_crba, "aba_s": t_aba - t_coriolis, "rest_s": end - t_coriolis, "total_s": end - start},
     )
