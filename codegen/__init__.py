@@ -2,10 +2,10 @@
 
 Stages, each a function from one plain-data object to the next:
 
-    parse_file(path)        -> RobotDescription   (codegen.description)
-    derive_lagrange(desc)   -> SymbolicModel      (codegen.model)
+    parse_path(path)        -> RobotDescription   (codegen.description: YAML or URDF)
+    derive_model(desc)      -> SymbolicModel      (codegen.model: Lagrange or recursive route)
     emit(model)             -> GeneratedSources   (codegen.emit)
-    build(sources, ...)     -> BuiltModule        (codegen.build; the only stage that writes files)
+    ensure_built(path, ...) -> BuiltModule        (codegen.build; the only stage that writes files)
 """
 
 __version__ = "0.1.0"

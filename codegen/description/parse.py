@@ -11,7 +11,7 @@ import keyword
 import math
 import re
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -378,7 +378,7 @@ def parse_text(text: str, path: str = "<string>", data: bytes | None = None) -> 
     else:
         name = re.sub(r"[^a-z0-9_]", "_", Path(path).stem.lower())
         if not _ROBOT_NAME.match(name):
-            raise root.error(f"cannot derive a robot name from the file name; add a 'name' field")
+            raise root.error("cannot derive a robot name from the file name; add a 'name' field")
     summary = root.get("description").string() if root.has("description") else ""
 
     parameters = _parse_parameters(root, ctx)

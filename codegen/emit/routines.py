@@ -185,8 +185,6 @@ def _ltdl_solve(parents: list[int], indent: str = "    ") -> list[str]:
 
 def _routine_bodies(model: SymbolicModel, emitter: _Emitter, forward: str) -> dict[str, list[str]]:
     n = model.n
-    qd = sp.Matrix(model.qd)
-    qdd = sp.Matrix(model.qdd)
     bias = model.nonlinear_effects()
     bodies: dict[str, list[str]] = {}
     bodies["mass_matrix"] = emitter.block(_matrix_assignments(model.M, "out"), "mass_matrix")
