@@ -11,7 +11,7 @@ import sys
 import time
 
 from . import __version__
-from .errors import BuildError, DescriptionError
+from .errors import CodegenError, report
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -115,12 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                              simplify=not args.no_simplify, method=args.method, lock=lock,
                              runtime_parameters=args.runtime_parameters, forward=args.forward)
         elapsed = time.perf_counter() - start
-    except DescriptionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except BuildError as exc:
-        print(f"build failed: {exc}", file=sys.stderr)
-        return 3
+    except CodegenError as exc:
+        return report(exc)
 
     if built.cache_hit:
         print(f"cache hit: {built.module_path} ({elapsed * 1000:.0f} ms)")

@@ -48,3 +48,16 @@ class BuildError(CodegenError):
 
 class SelfCheckError(BuildError):
     """The compiled module failed its post-build self-check."""
+
+
+def report(error: CodegenError) -> int:
+    """Print a command-line message for ``error``; return the exit status.
+
+    1: invalid description, 3: build or self-check failure (2 is argparse's usage error)."""
+    import sys
+
+    if isinstance(error, DescriptionError):
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"build failed: {error}", file=sys.stderr)
+    return 3

@@ -147,14 +147,14 @@ def test_copies_have_independent_parameters(rr):
 def test_gil_modes_give_identical_results(rr, mode):
     q, qd, qdd = _state()
     reference = rr.inverse_dynamics(q, qd, qdd)
-    dynamics = rr._dynamics
-    dynamics.release_gil = mode
+    rr.release_gil = mode
     try:
+        assert rr.release_gil == mode
         np.testing.assert_array_equal(rr.inverse_dynamics(q, qd, qdd), reference)
     finally:
-        dynamics.release_gil = "auto"
+        rr.release_gil = "auto"
     with pytest.raises(ValueError):
-        dynamics.release_gil = "sometimes"
+        rr.release_gil = "sometimes"
 
 
 def test_threads_share_a_robot(rr):

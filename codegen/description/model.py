@@ -84,6 +84,14 @@ class RobotDescription:
     tool: sp.ImmutableMatrix  # 4x4, tool link frame -> tool frame
     tool_link: int = -1  # index of the joint whose link carries the tool; -1: the last joint's
 
+    def chain(self, link: int) -> list[int]:
+        """Joint ``link`` and its ancestors, tip first ([] for the base, -1)."""
+        joints = []
+        while link >= 0:
+            joints.append(link)
+            link = self.joints[link].parent
+        return joints
+
     @property
     def tool_joint(self) -> int:
         return self.tool_link if self.tool_link >= 0 else len(self.joints) - 1

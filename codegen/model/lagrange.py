@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from .. import geometry
+from .common import model_symbols
+from .common import point_jacobian as geometric_point_jacobian
 from ..description.model import RobotDescription
 
 
@@ -92,11 +94,7 @@ def derive_lagrange(description: RobotDescription, simplify: bool = True) -> Sym
     """Derive M, C, g, friction, energies and tool kinematics of a serial robot."""
     start = time.perf_counter()
     n = description.n
-    q = sp.symbols(f"q1:{n + 1}", real=True)
-    qd = sp.symbols(f"qd1:{n + 1}", real=True)
-    qdd = sp.symbols(f"qdd1:{n + 1}", real=True)
-    tau = sp.symbols(f"tau1:{n + 1}", real=True)
-    wrench = sp.symbols("h_fx h_fy h_fz h_mx h_my h_mz", real=True)
+    q, qd, qdd, tau, wrench = model_symbols(n)
     gravity = sp.Matrix(description.gravity)
 
     # Forward kinematics: joint frames (before the motion) and link frames.
@@ -112,23 +110,8 @@ def derive_lagrange(description: RobotDescription, simplify: bool = True) -> Sym
     axes = [joint_frames[i][:3, :3] * sp.Matrix(joint.axis) for i, joint in enumerate(description.joints)]
     origins = [joint_frames[i][:3, 3] for i in range(n)]
 
-    def ancestors(link: int) -> list[int]:
-        chain = []
-        while link >= 0:
-            chain.append(link)
-            link = description.joints[link].parent
-        return chain
-
     def point_jacobian(point: sp.Matrix, link: int) -> tuple[sp.Matrix, sp.Matrix]:
-        """Geometric Jacobian of a point fixed to ``link`` (link = -1: the base)."""
-        jv, jw = sp.zeros(3, n), sp.zeros(3, n)
-        for j in ancestors(link):
-            if description.joints[j].kind == "revolute":
-                jv[:, j] = axes[j].cross(point - origins[j])
-                jw[:, j] = axes[j]
-            else:
-                jv[:, j] = axes[j]
-        return jv, jw
+        return geometric_point_jacobian(description, axes, origins, point, link)
 
     M = sp.zeros(n, n)
     potential = sp.Integer(0)

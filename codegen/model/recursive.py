@@ -26,6 +26,7 @@ import sympy as sp
 
 from .. import geometry
 from ..description.model import RobotDescription
+from .common import model_symbols, point_jacobian
 from .lagrange import SymbolicModel
 from .program import Program
 
@@ -74,11 +75,7 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
     start = time.perf_counter()
     n = description.n
     joints = description.joints
-    q = sp.symbols(f"q1:{n + 1}", real=True)
-    qd = sp.symbols(f"qd1:{n + 1}", real=True)
-    qdd = sp.symbols(f"qdd1:{n + 1}", real=True)
-    tau = sp.symbols(f"tau1:{n + 1}", real=True)
-    wrench = sp.symbols("h_fx h_fy h_fz h_mx h_my h_mz", real=True)
+    q, qd, qdd, tau, wrench = model_symbols(n)
     gravity = sp.Matrix(description.gravity)
     program = Program()
     let_v, let_m = program.vector, program.matrix
@@ -156,13 +153,6 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
         psi_p = let_v(X.inv() * psi_j) if X != sp.eye(6) else let_v(psi_j)
         rotors.append((i, joint.parent, inertia_p, psi_p))
 
-    def ancestors(link: int) -> list[int]:
-        chain = []
-        while link >= 0:
-            chain.append(link)
-            link = joints[link].parent
-        return chain
-
     velocity = []
     for i, joint in enumerate(joints):
         parent_v = sp.zeros(6, 1) if joint.parent < 0 else to_child(i, velocity[joint.parent])
@@ -171,9 +161,6 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
     psi_dot = [let_v(motion_cross(velocity[i]) * subspace[i]) for i in range(n)]
     base_rotation_t = sp.Matrix(description.base)[:3, :3].T
     base_gravity = base_rotation_t * gravity
-
-    def inertia_times(inertia: sp.Matrix, v: sp.Matrix) -> sp.Matrix:
-        return inertia * v
 
     def newton_euler(with_velocity: bool, with_acceleration: bool, with_gravity: bool) -> sp.Matrix:
         """τ of the recursive Newton-Euler algorithm (rotors included, no friction)."""
@@ -189,9 +176,9 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
                 a = a + psi_dot[i] * qd[i]
             a = let_v(a)
             acc.append(a)
-            f = inertia_times(link_inertia[i], a)
+            f = link_inertia[i] * a
             if with_velocity:
-                f += force_cross(velocity[i]) * inertia_times(link_inertia[i], velocity[i])
+                f += force_cross(velocity[i]) * (link_inertia[i] * velocity[i])
             force.append(f)
         torque = [sp.Integer(0)] * n
         for i, parent, inertia, psi_m in rotors:
@@ -369,14 +356,8 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
                             - sum((mass * (gravity.T * com)[0, 0] for mass, com in rotor_terms), sp.Integer(0)))
     kinetic = (sp.Matrix(qd).T * M * sp.Matrix(qd))[0, 0] / 2
 
-    tool_point = tool[:3, 3]
-    jacobian = sp.zeros(6, n)
-    for j in ancestors(description.tool_joint):
-        if joints[j].kind == "revolute":
-            jacobian[:3, j] = axes[j].cross(tool_point - joint_frames[j][:3, 3])
-            jacobian[3:, j] = axes[j]
-        else:
-            jacobian[:3, j] = axes[j]
+    origins = [frame[:3, 3] for frame in joint_frames]
+    jacobian = sp.Matrix.vstack(*point_jacobian(description, axes, origins, tool[:3, 3], description.tool_joint))
     end = time.perf_counter()
 
     return SymbolicModel(
@@ -390,5 +371,5 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
         rnea_tau=sp.ImmutableMatrix(rnea_tau + friction), bias=sp.ImmutableMatrix(bias + friction),
         aba=None if aba is None else (sp.ImmutableMatrix(aba[0]), tuple(aba[1])),
         timings={"kinematics_s": t0 - start, "newton_euler_s": t_rnea - t0, "crba_s": t_crba - t_rnea,
-                 "coriolis_s": t_coriolis - t_crba, "aba_s": t_aba - t_coriolis, "rest_s": end - t_coriolis, "total_s": end - start},
+                 "coriolis_s": t_coriolis - t_crba, "aba_s": t_aba - t_coriolis, "rest_s": end - t_aba, "total_s": end - start},
     )

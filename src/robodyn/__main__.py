@@ -67,16 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     demo_parser.add_argument("description", help="robot description, e.g. robots/rr.yaml")
     demo_parser.add_argument("--cache-dir", help="cache directory (default: $ROBODYN_CACHE_DIR or ~/.cache/robodyn)")
     args = parser.parse_args(argv)
-    from codegen.errors import BuildError, DescriptionError
+    from codegen.errors import CodegenError, report
 
     try:
         return demo(args.description, args.cache_dir)
-    except DescriptionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except BuildError as exc:
-        print(f"build failed: {exc}", file=sys.stderr)
-        return 3
+    except CodegenError as exc:
+        return report(exc)
 
 
 if __name__ == "__main__":

@@ -113,6 +113,15 @@ class Robot:
         self.jacobian = dynamics.jacobian
 
     @property
+    def release_gil(self):
+        """"auto" (default: batches and routines over 1000 operations), True (every call) or False."""
+        return self._dynamics.release_gil
+
+    @release_gil.setter
+    def release_gil(self, value) -> None:
+        self._dynamics.release_gil = value
+
+    @property
     def joint_limits(self) -> list[dict]:
         return [dict(limit) for limit in self.metadata["limits"]]
 
