@@ -9,7 +9,7 @@ from setuptools import setup
 setup(
     packages=["codegen", "codegen.description", "codegen.model", "codegen.emit", "codegen.build", "robodyn"],
     package_dir={"robodyn": "src/robodyn"},
-    package_data={"codegen.build": ["bridge.pyx"]},
+    package_data={"codegen.build": ["bridge.pyx", "robodyn_sim.h", "robodyn_sim.c"]},
     include_package_data=False,
     zip_safe=False,
 )

@@ -114,7 +114,7 @@ def test_batches(rr):
 
 
 def test_parameters_mapping(rr):
-    assert list(rr.params) == ["m1", "m2", "a1", "a2", "ac1", "ac2", "I1", "I2", "g0"]
+    assert list(rr.params) == ["m1", "m2", "a1", "a2", "ac1", "ac2", "I1", "I2", "g0", "D"]
     assert rr.params["m1"] == 50.0
     with pytest.raises(KeyError, match="unknown parameter"):
         rr.params["m3"] = 1.0

@@ -35,8 +35,75 @@ from libc.stdint cimport uintptr_t
 
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF
+from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer, PyCapsule_IsValid
 
 cimport robot_api as api
+cdef extern from "robodyn_sim.h" nogil:
+    ctypedef struct rd_model:
+        int n
+        int n_params
+        const double* p
+        void (*mass_matrix)(const double*, const double*, double*) noexcept
+        void (*coriolis_matrix)(const double*, const double*, const double*, double*) noexcept
+        void (*gravity)(const double*, const double*, double*) noexcept
+        void (*friction)(const double*, const double*, double*) noexcept
+        void (*inverse_dynamics)(const double*, const double*, const double*, const double*, const double*,
+                                 double*) noexcept
+        int (*forward_dynamics)(const double*, const double*, const double*, const double*, const double*,
+                                double*) noexcept
+    ctypedef struct rd_reference:
+        int kind
+        double t0
+        double duration
+        const double* a
+        const double* b
+        const double* omega
+        const double* phase
+    ctypedef struct rd_controller:
+        int kind
+        const rd_model* model
+        const double* kp
+        const double* kd
+        const double* tau_limit
+    ctypedef struct rd_law:
+        rd_controller controller
+        rd_reference reference
+    ctypedef struct rd_sim_config:
+        double period
+        long ticks
+        int integrator
+        int substeps
+        const double* disturbance
+        long disturbance_stride
+        const double* wrench
+        long wrench_stride
+        int measure_time
+    ctypedef struct rd_trajectory:
+        double* q
+        double* qd
+        double* qdd
+        double* tau
+        double* q_ref
+        double* qd_ref
+        double* qdd_ref
+        double* compute_time
+    enum:
+        RD_OK, RD_ERR_SINGULAR, RD_ERR_NONFINITE, RD_ERR_ARGUMENT
+        RD_REF_HOLD, RD_REF_STEP, RD_REF_SINE, RD_REF_QUINTIC
+        RD_CTRL_NONE, RD_CTRL_PD, RD_CTRL_PD_GRAVITY, RD_CTRL_COMPUTED_TORQUE, RD_CTRL_SLOTINE_LI
+        RD_EULER, RD_SEMI_IMPLICIT_EULER, RD_RK4
+    long rd_workspace_size(int n)
+    void rd_reference_eval(const rd_reference* ref, int n, double t, double* q, double* qd, double* qdd)
+    int rd_control(const rd_controller* ctrl, const double* q, const double* qd, const double* q_r,
+                   const double* qd_r, const double* qdd_r, double* tau, double* work)
+    int rd_step(const rd_model* plant, int integrator, double dt, int substeps, double* q, double* qd,
+                const double* tau, const double* h, double* work)
+    int rd_simulate(const rd_model* plant, const rd_controller* ctrl, const rd_reference* ref,
+                    const rd_sim_config* config, const rd_trajectory* out, double* work, long* failed_tick)
+    double rd_monotonic()
+    void rd_sleep_until(double t)
+
+
 
 cdef extern from "numpy/arrayobject.h":
     PyTypeObject PyArray_Type
@@ -318,12 +385,16 @@ cdef class Dynamics:
     cdef cnp.ndarray _params
     cdef double* _p
     cdef int _gil_mode
+    cdef rd_model _model
+    cdef cnp.ndarray _step_work
 
     def __cinit__(self):
         defaults = [entry["default"] for entry in metadata["parameters"]]
         self._params = np.array(defaults if defaults else [0.0], dtype=np.float64)
         self._p = <double*>cnp.PyArray_DATA(self._params)
         self._gil_mode = 1
+        _fill_model(&self._model, self._p)
+        self._step_work = np.zeros(rd_workspace_size(N), dtype=np.float64)
 
     @property
     def release_gil(self):
@@ -531,3 +602,269 @@ cdef class Dynamics:
     def jacobian(self, q, out=None):
         """Geometric tool Jacobian (6, n): linear velocity of the tool origin, then angular velocity."""
         return self._run(&ROUTINES[K_JAC], q, None, None, None, out)
+
+    # -- simulation (robodyn.simulation documents the conventions) --------
+
+    def control_law(self, str controller, kp=None, kd=None, tau_limit=None, str reference="hold", double t0=0.0,
+                    double duration=0.0, a=None, b=None, omega=None, phase=None):
+        """A compiled control law that uses this model (see ControlLaw)."""
+        return ControlLaw(self, controller, kp, kd, tau_limit, reference, t0, duration, a, b, omega, phase)
+
+    def step(self, q, qd, tau, h=None, double dt=1e-3, int substeps=1, str integrator="rk4"):
+        """Advance the state arrays q and qd in place by ``substeps`` steps of dt, torque and wrench held."""
+        if integrator not in INTEGRATORS:
+            raise ValueError(f"unknown integrator {integrator!r}; expected one of {', '.join(INTEGRATORS)}")
+        cdef cnp.ndarray qa = _checked(q, "q", -1, N, True)
+        cdef cnp.ndarray qda = _checked(qd, "qd", -1, N, True)
+        _check_finite(_data(qa), N, "q")
+        _check_finite(_data(qda), N, "qd")
+        cdef cnp.ndarray taua = _checked(tau, "tau", -1, N, False)
+        cdef cnp.ndarray ha = None if h is None else _checked(h, "h", -1, WRENCH, False)
+        if _overlaps(_data(qa), N, _data(qda), N):
+            raise ValueError("q and qd must not share memory")
+        _check_finite(self._p, NP, "params")
+        cdef int status = rd_step(&self._model, INTEGRATORS[integrator], dt, substeps, _data(qa), _data(qda),
+                                  _data(taua), _data(ha), _data(self._step_work))
+        if status != RD_OK:
+            _raise_status(status, "step")
+
+    def simulate(self, law, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, compute_time, double period,
+                 str integrator="rk4", int substeps=1, disturbance=None, wrench=None, bint measure_time=True):
+        """Closed-loop simulation over len(q) - 1 control periods, in C without the GIL.
+
+        ``law``: a ControlLaw capsule (``ControlLaw.capsule()``, from any module of a robot with
+        the same n). q and qd: (ticks + 1, n) arrays whose first row is the initial state; the
+        other outputs are arrays of the same shape or None (compute_time: (ticks + 1,)).
+        Returns -1, or the tick at which the simulation stopped (then raises).
+        """
+        if integrator not in INTEGRATORS:
+            raise ValueError(f"unknown integrator {integrator!r}; expected one of {', '.join(INTEGRATORS)}")
+        if not PyCapsule_IsValid(law, _LAW_CAPSULE):
+            raise TypeError("law: expected ControlLaw.capsule()")
+        cdef rd_law* c_law = <rd_law*>PyCapsule_GetPointer(law, _LAW_CAPSULE)
+        if c_law.controller.model.n != N:
+            raise ValueError(f"law: its model has {c_law.controller.model.n} joints, this robot {N}")
+        if not period > 0.0 or substeps < 1:
+            raise ValueError("period must be positive and substeps at least 1")
+        if not cnp.PyArray_Check(q) or cnp.PyArray_NDIM(<cnp.ndarray>q) != 2:
+            raise ValueError("q: expected an array of shape (ticks + 1, n)")
+        cdef Py_ssize_t rows = cnp.PyArray_DIM(<cnp.ndarray>q, 0)
+        if rows < 1:
+            raise ValueError("q: needs at least one row (the initial state)")
+        arrays = [_checked(q, "q", rows, N, True), _checked(qd, "qd", rows, N, True)]
+        _check_finite(_data(arrays[0]), N, "q[0]")
+        _check_finite(_data(arrays[1]), N, "qd[0]")
+        for name, value in (("qdd", qdd), ("tau", tau), ("q_ref", q_ref), ("qd_ref", qd_ref), ("qdd_ref", qdd_ref)):
+            arrays.append(None if value is None else _checked(value, name, rows, N, True))
+        if (q_ref is None) != (qd_ref is None) or (q_ref is None) != (qdd_ref is None):
+            raise ValueError("q_ref, qd_ref and qdd_ref go together")
+        cdef cnp.ndarray times = None
+        if compute_time is not None:
+            times = _checked(compute_time.reshape(rows, 1) if cnp.PyArray_Check(compute_time) else compute_time,
+                             "compute_time", rows, 1, True)
+        views = [a for a in arrays if a is not None]
+        for i in range(len(views)):
+            for j in range(i + 1, len(views)):
+                if np.shares_memory(views[i], views[j]):
+                    raise ValueError("output arrays must not share memory")
+        cdef rd_sim_config config
+        config.period = period
+        config.ticks = rows - 1
+        config.integrator = INTEGRATORS[integrator]
+        config.substeps = substeps
+        disturbance_array = _rows_or_constant(disturbance, "disturbance", rows, N, &config.disturbance_stride)
+        wrench_array = _rows_or_constant(wrench, "wrench", rows, WRENCH, &config.wrench_stride)
+        config.disturbance = _data(disturbance_array)
+        config.wrench = _data(wrench_array)
+        config.measure_time = measure_time and times is not None
+        _check_finite(self._p, NP, "params")
+        _check_finite(c_law.controller.model.p, c_law.controller.model.n_params, "controller model params")
+        cdef rd_trajectory out
+        out.q = _data(arrays[0])
+        out.qd = _data(arrays[1])
+        out.qdd = _data(arrays[2])
+        out.tau = _data(arrays[3])
+        out.q_ref = _data(arrays[4])
+        out.qd_ref = _data(arrays[5])
+        out.qdd_ref = _data(arrays[6])
+        out.compute_time = _data(times)
+        cdef cnp.ndarray work = np.zeros(rd_workspace_size(N), dtype=np.float64)
+        cdef double* work_data = _data(work)
+        cdef long failed = -1
+        cdef int status
+        with nogil:
+            status = rd_simulate(&self._model, &c_law.controller, &c_law.reference, &config, &out, work_data,
+                                 &failed)
+        if status != RD_OK:
+            _raise_status(status, f"simulation stopped at tick {failed} (t = {failed * period:.6g} s)")
+        return -1
+
+
+# ---------------------------------------------------------------------------
+# Simulation and control (static C in robodyn_sim.c). These are the compiled
+# back end of robodyn.control and robodyn.simulation, which document the
+# laws, gains and conventions; the entry points here check every array they
+# are given (shape, dtype, layout, finiteness) so a mistake raises, never crashes.
+
+cdef const char* _MODEL_CAPSULE = b"robodyn.rd_model"
+cdef const char* _LAW_CAPSULE = b"robodyn.rd_law"
+
+INTEGRATORS = {"euler": RD_EULER, "semi-implicit-euler": RD_SEMI_IMPLICIT_EULER, "rk4": RD_RK4}
+CONTROLLERS = {"none": RD_CTRL_NONE, "pd": RD_CTRL_PD, "pd-gravity": RD_CTRL_PD_GRAVITY,
+               "computed-torque": RD_CTRL_COMPUTED_TORQUE, "slotine-li": RD_CTRL_SLOTINE_LI}
+REFERENCES = {"hold": RD_REF_HOLD, "step": RD_REF_STEP, "sine": RD_REF_SINE, "quintic": RD_REF_QUINTIC}
+
+
+def monotonic():
+    """CLOCK_MONOTONIC in seconds (the clock of time.monotonic on Linux)."""
+    return rd_monotonic()
+
+
+def sleep_until(double t):
+    """Sleep, without the GIL, until the monotonic clock reads t (an absolute deadline)."""
+    with nogil:
+        rd_sleep_until(t)
+
+
+cdef cnp.ndarray _checked(object x, str name, Py_ssize_t rows, Py_ssize_t width, bint writable):
+    """x as a float64 array of shape (width,) if rows < 0, else (rows, width); finite unless writable."""
+    if not cnp.PyArray_Check(x):
+        raise TypeError(f"{name}: expected a numpy.ndarray of float64, got {type(x).__name__}")
+    cdef cnp.ndarray a = <cnp.ndarray>x
+    _check_layout(a, name, writable)
+    cdef tuple expected = (width,) if rows < 0 else (<object>rows, <object>width)
+    if (<object>a).shape != expected:
+        raise ValueError(f"{name}: expected shape {expected}, got {(<object>a).shape}")
+    if not writable:
+        _check_finite(<const double*>cnp.PyArray_DATA(a), cnp.PyArray_SIZE(a), name)
+    return a
+
+
+cdef inline double* _data(object a):
+    return NULL if a is None else <double*>cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
+cdef object _raise_status(int status, str where):
+    if status == RD_ERR_SINGULAR:
+        raise FloatingPointError(f"{where}: the mass matrix is not positive definite; check the parameters")
+    if status == RD_ERR_NONFINITE:
+        raise FloatingPointError(f"{where}: the state or torque became NaN or infinite (the simulation diverged; "
+                                 "try a smaller step, more substeps or lower gains)")
+    raise ValueError(f"{where}: invalid argument (integrator, controller kind or step)")
+
+
+@cython.final
+cdef class ControlLaw:
+    """A built-in control law bound to its model and reference, evaluated in C.
+
+    Holds its own workspace: one object must not be called from two threads at once.
+    """
+
+    cdef rd_law _law
+    cdef Dynamics _model
+    cdef tuple _arrays     # keeps gains and reference arrays alive
+    cdef cnp.ndarray _work
+    cdef cnp.ndarray _ref_q, _ref_qd, _ref_qdd
+
+    def __cinit__(self, Dynamics model, str controller, kp, kd, tau_limit, str reference, double t0,
+                  double duration, a, b, omega, phase):
+        if controller not in CONTROLLERS:
+            raise ValueError(f"unknown controller {controller!r}; expected one of {', '.join(CONTROLLERS)}")
+        if reference not in REFERENCES:
+            raise ValueError(f"unknown reference {reference!r}; expected one of {', '.join(REFERENCES)}")
+        self._model = model
+        self._law.controller.kind = CONTROLLERS[controller]
+        self._law.controller.model = &model._model
+        arrays = []
+        for name, value in (("kp", kp), ("kd", kd), ("tau_limit", tau_limit), ("a", a), ("b", b),
+                            ("omega", omega), ("phase", phase)):
+            arrays.append(None if value is None else _checked(value, name, -1, N, False))
+        self._arrays = tuple(arrays)
+        if self._law.controller.kind != RD_CTRL_NONE and (arrays[0] is None or arrays[1] is None):
+            raise ValueError(f"controller {controller!r} needs both gain vectors")
+        self._law.controller.kp = _data(arrays[0])
+        self._law.controller.kd = _data(arrays[1])
+        self._law.controller.tau_limit = _data(arrays[2])
+        kind = REFERENCES[reference]
+        needed = {RD_REF_HOLD: (3,), RD_REF_STEP: (3, 4), RD_REF_SINE: (3, 4, 5, 6), RD_REF_QUINTIC: (3, 4)}[kind]
+        for index in needed:
+            if arrays[index] is None:
+                raise ValueError(f"reference {reference!r} needs {('a', 'b', 'omega', 'phase')[index - 3]}")
+        if kind == RD_REF_QUINTIC and not duration > 0.0:
+            raise ValueError("reference 'quintic': duration must be positive")
+        self._law.reference.kind = kind
+        self._law.reference.t0 = t0
+        self._law.reference.duration = duration
+        self._law.reference.a = _data(arrays[3])
+        self._law.reference.b = _data(arrays[4])
+        self._law.reference.omega = _data(arrays[5])
+        self._law.reference.phase = _data(arrays[6])
+        self._work = np.zeros(rd_workspace_size(N), dtype=np.float64)
+        self._ref_q = np.zeros(N)
+        self._ref_qd = np.zeros(N)
+        self._ref_qdd = np.zeros(N)
+
+    def capsule(self):
+        """The C law (rd_law*) for another robot module's simulate(); valid while this object lives."""
+        return PyCapsule_New(&self._law, _LAW_CAPSULE, NULL)
+
+    def reference(self, double t):
+        """(q_r, qd_r, qdd_r) at time t, as new arrays."""
+        q = np.empty(N)
+        qd = np.empty(N)
+        qdd = np.empty(N)
+        rd_reference_eval(&self._law.reference, N, t, _data(q), _data(qd), _data(qdd))
+        return q, qd, qdd
+
+    def __call__(self, double t, q, qd, out=None):
+        """Joint torque for the state (q, qd) at time t."""
+        cdef const double* qp = _fast_vector(q, N)
+        cdef const double* qdp = _fast_vector(qd, N)
+        cdef double* tp
+        cdef cnp.ndarray result
+        if qp == NULL or qdp == NULL or not isfinite(_sum(qp, N) + _sum(qdp, N)):
+            q = _checked(_as_array(q, "q"), "q", -1, N, False)
+            qd = _checked(_as_array(qd, "qd"), "qd", -1, N, False)
+            qp = _data(q)
+            qdp = _data(qd)
+        if out is None:
+            result = np.empty(N)
+        else:
+            result = _checked(out, "out", -1, N, True)
+            if _overlaps(_data(result), N, qp, N) or _overlaps(_data(result), N, qdp, N):
+                raise ValueError("out: must not share memory with q or qd")
+        tp = _data(result)
+        cdef double* work = _data(self._work)
+        cdef double* rq = _data(self._ref_q)
+        cdef double* rqd = _data(self._ref_qd)
+        cdef double* rqdd = _data(self._ref_qdd)
+        rd_reference_eval(&self._law.reference, N, t, rq, rqd, rqdd)
+        cdef int status = rd_control(&self._law.controller, qp, qdp, rq, rqd, rqdd, tp, work)
+        if status != RD_OK:
+            _raise_status(status, "controller")
+        return result
+
+
+cdef inline void _fill_model(rd_model* m, double* p) noexcept:
+    m.n = N
+    m.n_params = NP
+    m.p = p
+    m.mass_matrix = api.mass_matrix
+    m.coriolis_matrix = api.coriolis_matrix
+    m.gravity = api.gravity
+    m.friction = api.friction
+    m.inverse_dynamics = api.inverse_dynamics
+    m.forward_dynamics = api.forward_dynamics
+
+
+cdef cnp.ndarray _rows_or_constant(object x, str name, Py_ssize_t rows, Py_ssize_t width, long* stride):
+    """None, a constant (width,) array (stride 0) or one row per sample (stride width)."""
+    if x is None:
+        stride[0] = 0
+        return None
+    if cnp.PyArray_Check(x) and cnp.PyArray_NDIM(<cnp.ndarray>x) == 2:
+        stride[0] = width
+        return _checked(x, name, rows, width, False)
+    stride[0] = 0
+    return _checked(x, name, -1, width, False)
+

@@ -36,10 +36,10 @@ def default_cache_root() -> Path:
 
 
 def generator_fingerprint() -> str:
-    """Hash of the generator's version and source text (codegen/**.py, the bridge)."""
+    """Hash of the generator's version and source text (codegen/**.py, the bridge and the static C)."""
     digest = hashlib.sha256(__version__.encode())
     for path in sorted(_GENERATOR_ROOT.rglob("*")):
-        if path.suffix in (".py", ".pyx") and "__pycache__" not in path.parts:
+        if path.suffix in (".py", ".pyx", ".c", ".h") and "__pycache__" not in path.parts:
             digest.update(path.relative_to(_GENERATOR_ROOT).as_posix().encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()

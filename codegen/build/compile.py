@@ -15,10 +15,12 @@ from ..errors import BuildError
 from .cache import COMPILE_FLAGS
 
 BRIDGE = Path(__file__).resolve().parent / "bridge.pyx"
+# Static C shared by every robot module: simulation loop, integrators, control laws.
+SIMULATION_SOURCES = tuple(Path(__file__).resolve().parent / name for name in ("robodyn_sim.h", "robodyn_sim.c"))
 
 _SETUP_TEMPLATE = '''\
 # Build script written by robodyn codegen; run as: python {script}
-# The robot's C file is compiled in a thread while Cython translates the bridge, so
+# The robot's C files are compiled in a thread while Cython translates the bridge, so
 # the two largest steps overlap on a multi-core machine.
 import threading
 
@@ -35,7 +37,7 @@ robot_objects, robot_errors = [], []
 
 def compile_robot():
     try:
-        robot_objects.extend(compiler.compile([{csource!r}], output_dir="build/robot", include_dirs=["."],
+        robot_objects.extend(compiler.compile([{csource!r}, "robodyn_sim.c"], output_dir="build/robot", include_dirs=["."],
                                               extra_postargs={flags!r}))
     except Exception as exc:  # re-raised below, in the main thread
         robot_errors.append(exc)
@@ -64,6 +66,8 @@ def write_build_tree(directory: Path, module_name: str, files: dict[str, str], r
     for name, text in files.items():
         (directory / name).write_text(text, encoding="utf-8")
     (directory / f"{module_name}.pyx").write_bytes(BRIDGE.read_bytes())
+    for source in SIMULATION_SOURCES:
+        (directory / source.name).write_bytes(source.read_bytes())
     script = directory / "build_module.py"
     script.write_text(_SETUP_TEMPLATE.format(script=script.name, module=module_name, pyx=f"{module_name}.pyx",
                                              csource=f"{robot}_dynamics.c", flags=list(COMPILE_FLAGS)),

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .control import PD, ComputedTorque, FunctionController, NoControl, PDGravity, SlotineLi
+from .references import Hold, Quintic, Sine, Step
 from .robot import Parameters, Robot
+from .simulation import Harness, LoopStats, Plant, SimulatedPlant, Trajectory, simulate
 
 __version__ = "0.1.0"
-__all__ = ["load", "Robot", "Parameters", "__version__"]
+__all__ = ["load", "Robot", "Parameters", "__version__",
+           "simulate", "Harness", "Plant", "SimulatedPlant", "Trajectory", "LoopStats",
+           "NoControl", "PD", "PDGravity", "ComputedTorque", "SlotineLi", "FunctionController",
+           "Hold", "Step", "Sine", "Quintic"]
 
 
 def load(path, cache_dir=None, force: bool = False, verbose: bool = False, method: str = "auto",

@@ -1,4 +1,8 @@
-"""Command line of the runtime: python -m robodyn demo ROBOT.yaml"""
+"""Command line of the runtime.
+
+    python -m robodyn demo ROBOT.yaml
+    python -m robodyn simulate ROBOT.yaml --controller computed-torque --duration 5 --rate 1000 --json out.json
+"""
 
 from __future__ import annotations
 
@@ -59,6 +63,124 @@ def demo(path: str, cache_dir: str | None) -> int:
     return 0 if robot.selfcheck.get("passed") else 1
 
 
+def default_motion(robot, reference: str, duration: float, start: np.ndarray):
+    """A smooth motion that moves every joint: 0.5 rad (revolute) or 0.1 m (prismatic), alternating in
+    sign, kept 10 % inside the joint limits; reached by a quintic over the first half of the run."""
+    from .references import Hold, Quintic, Sine, Step
+
+    offsets = np.array([0.5 if kind == "revolute" else 0.1 for kind in robot.joint_types])
+    offsets *= np.where(np.arange(robot.n) % 2 == 0, 1.0, -1.0)
+    goal = start + offsets
+    for i, limit in enumerate(robot.joint_limits):
+        lower, upper = limit.get("lower"), limit.get("upper")
+        if lower is not None and upper is not None:
+            margin = 0.1 * (upper - lower)
+            goal[i] = min(max(goal[i], lower + margin), upper - margin)
+    if reference == "hold":
+        return Hold(goal)
+    if reference == "step":
+        return Step(start, goal, time=0.1 * duration)
+    if reference == "sine":
+        return Sine(start, goal - start, frequency=0.5)
+    return Quintic(start, goal, duration=max(0.5 * duration, 1e-3))
+
+
+def start_position(robot) -> np.ndarray:
+    """Zero, or the middle of a joint's limits when zero is outside them."""
+    q0 = np.zeros(robot.n)
+    for i, limit in enumerate(robot.joint_limits):
+        lower, upper = limit.get("lower"), limit.get("upper")
+        if lower is not None and upper is not None and not lower <= 0.0 <= upper:
+            q0[i] = 0.5 * (lower + upper)
+    return q0
+
+
+def _assignments(items: list[str], option: str) -> dict[str, float]:
+    values = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            values[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise SystemExit(f"error: {option} {item!r}: expected NAME=NUMBER")
+    return values
+
+
+def _vector_option(text: str | None, n: int, option: str) -> np.ndarray | None:
+    if text is None:
+        return None
+    try:
+        values = np.array([float(v) for v in text.split(",")])
+    except ValueError:
+        raise SystemExit(f"error: {option} {text!r}: expected comma-separated numbers") from None
+    if values.shape != (n,):
+        raise SystemExit(f"error: {option}: expected {n} values, got {values.shape[0]}")
+    return values
+
+
+def simulate_command(args) -> int:
+    import json
+
+    import robodyn
+    from .control import BUILTIN, NoControl
+
+    robot = robodyn.load(args.description, cache_dir=args.cache_dir, verbose=not args.quiet)
+    for name, value in _assignments(args.set, "--set").items():
+        robot.params[name] = value
+    model = robot.copy()
+    for name, value in _assignments(args.model_set, "--model-set").items():
+        model.params[name] = value
+    q0 = _vector_option(args.q0, robot.n, "--q0")
+    q0 = start_position(robot) if q0 is None else q0
+    if args.controller == "none":
+        controller = NoControl(model)
+    else:
+        reference = default_motion(robot, args.reference, args.duration, q0)
+        gains = {} if args.omega is None else {"omega": args.omega}
+        controller = BUILTIN[args.controller](model, reference, **gains)
+    trajectory = robodyn.simulate(robot, controller, duration=args.duration, rate=args.rate, q0=q0,
+                                  integrator=args.integrator, substeps=args.substeps, realtime=args.realtime)
+    summary = trajectory.summary(robot)
+    summary.update(controller=args.controller, reference=None if args.controller == "none" else args.reference,
+                   integrator=args.integrator, substeps=args.substeps, rate_hz=args.rate,
+                   gains={"kp": controller.kp.tolist(), "kd": controller.kd.tolist()})
+    if not args.quiet:
+        _print_summary(summary)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as stream:
+            json.dump(summary, stream, indent=2)
+            stream.write("\n")
+    if args.plot:
+        from .plotting import plot_trajectory
+
+        plot_trajectory(trajectory, args.plot, title=f"{robot.name}: {args.controller}, {args.integrator} "
+                                                      f"at {args.rate:g} Hz")
+        if not args.quiet:
+            print(f"plot written to {args.plot}")
+    return 0
+
+
+def _print_summary(summary: dict) -> None:
+    loop = summary["loop"]
+
+    def us(value):
+        return "n/a" if value is None else f"{value * 1e6:.2f} us"
+
+    print(f"\n{summary['robot']}: {summary['duration_s']:g} s at {summary['rate_hz']:g} Hz, "
+          f"controller {summary['controller']}, {summary['integrator']} x{summary['substeps']}")
+    if summary["tracking_error_max"] is not None:
+        print(f"tracking error: max {summary['tracking_error_max']:.3e}, rms {summary['tracking_error_rms']:.3e}")
+    print(f"relative energy drift: {summary['energy_drift_rel']:.3e}")
+    print(f"loop: wall {loop['wall_time_s']:.3f} s for {loop['ticks']} ticks "
+          f"({summary['duration_s'] / max(loop['wall_time_s'], 1e-12):.0f} simulated s per wall s); "
+          f"compute mean {us(loop['compute_mean_s'])}, p99 {us(loop['compute_p99_s'])}, max {us(loop['compute_max_s'])}")
+    if loop["realtime"]:
+        print(f"real time: jitter mean {us(loop['jitter_mean_s'])}, p99 {us(loop['jitter_p99_s'])}, "
+              f"max {us(loop['jitter_max_s'])}; missed deadlines {loop['missed_deadlines']}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m robodyn", description="robodyn runtime tools")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -66,13 +188,45 @@ def main(argv: list[str] | None = None) -> int:
                                                    "and the self-check")
     demo_parser.add_argument("description", help="robot description, e.g. robots/rr.yaml")
     demo_parser.add_argument("--cache-dir", help="cache directory (default: $ROBODYN_CACHE_DIR or ~/.cache/robodyn)")
+    from .control import BUILTIN
+    from .simulation import INTEGRATORS
+
+    sim = commands.add_parser("simulate", help="closed-loop simulation with a built-in controller; prints (and "
+                                               "optionally saves) tracking error, energy drift and loop timing")
+    sim.add_argument("description", help="robot description (YAML or URDF), e.g. robots/rr.yaml")
+    sim.add_argument("--controller", choices=list(BUILTIN), default="computed-torque")
+    sim.add_argument("--duration", type=float, default=5.0, help="simulated seconds (default 5)")
+    sim.add_argument("--rate", type=float, default=1000.0, help="control rate in Hz (default 1000)")
+    sim.add_argument("--reference", choices=["hold", "step", "sine", "quintic"], default="quintic",
+                     help="desired motion (default quintic: a smooth move of every joint)")
+    sim.add_argument("--realtime", action="store_true", help="pace the loop to the wall clock")
+    sim.add_argument("--integrator", default="rk4",
+                     help=f"{', '.join(INTEGRATORS)} (compiled) or a solve_ivp method such as RK45 (default rk4)")
+    sim.add_argument("--substeps", type=int, default=1, help="integration steps per control period (default 1)")
+    sim.add_argument("--omega", type=float, help="controller bandwidth in rad/s for the default gains (default 20)")
+    sim.add_argument("--q0", help="initial joint positions, comma-separated (default: zero or mid-limits)")
+    sim.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                     help="set a parameter of the simulated robot (repeatable)")
+    sim.add_argument("--model-set", action="append", default=[], metavar="NAME=VALUE",
+                     help="set a parameter of the controller's model only: a deliberately wrong model")
+    sim.add_argument("--plot", metavar="FILE.png", help="save q, qd, qdd, tau and tracking error (needs matplotlib)")
+    sim.add_argument("--json", metavar="FILE.json", help="write the summary as JSON")
+    sim.add_argument("--cache-dir", help="cache directory (default: $ROBODYN_CACHE_DIR or ~/.cache/robodyn)")
+    sim.add_argument("--quiet", action="store_true", help="print nothing but errors")
     args = parser.parse_args(argv)
     from codegen.errors import CodegenError, report
 
     try:
+        if args.command == "simulate":
+            if not (args.duration > 0 and args.rate > 0 and args.substeps >= 1):
+                parser.error("--duration and --rate must be positive and --substeps at least 1")
+            return simulate_command(args)
         return demo(args.description, args.cache_dir)
     except CodegenError as exc:
         return report(exc)
+    except (ValueError, KeyError, TypeError, FloatingPointError, ImportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,322 @@
+/* robodyn_sim: see robodyn_sim.h. Static C99 + POSIX clocks. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "robodyn_sim.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+/* Workspace layout, in doubles: the control law, one integration step and the
+ * simulation loop each own a disjoint slice, so rd_simulate can call the others. */
+#define CONTROL_SIZE(n) (2L * (n) * (n) + 4L * (n))
+#define STEP_SIZE(n) (10L * (n))
+#define LOOP_SIZE(n) (8L * (n) + 6L)
+
+long rd_workspace_size(int n)
+{
+    return CONTROL_SIZE(n) + STEP_SIZE(n) + LOOP_SIZE(n);
+}
+
+static int all_finite(const double *x, int n)
+{
+    double sum = 0.0;
+    for (int i = 0; i < n; ++i)
+        sum += x[i];
+    if (isfinite(sum))
+        return 1;
+    for (int i = 0; i < n; ++i)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1; /* the sum overflowed, every term is finite */
+}
+
+/* ------------------------------------------------------------------ references */
+
+/* Minimum-jerk blend s(u) = 10u^3 - 15u^4 + 6u^5 on u in [0, 1], with ds/du and d2s/du2. */
+static void quintic_blend(double u, double *s, double *ds, double *dds)
+{
+    if (u <= 0.0) {
+        *s = *ds = *dds = 0.0;
+        return;
+    }
+    if (u >= 1.0) {
+        *s = 1.0;
+        *ds = *dds = 0.0;
+        return;
+    }
+    double u2 = u * u, u3 = u2 * u;
+    *s = u3 * (10.0 + u * (-15.0 + 6.0 * u));
+    *ds = u2 * (30.0 + u * (-60.0 + 30.0 * u));
+    *dds = u * (60.0 + u * (-180.0 + 120.0 * u));
+}
+
+void rd_reference_eval(const rd_reference *ref, int n, double t, double *q, double *qd, double *qdd)
+{
+    switch (ref->kind) {
+    case RD_REF_STEP: {
+        const double *target = t >= ref->t0 ? ref->b : ref->a;
+        for (int i = 0; i < n; ++i) {
+            q[i] = target[i];
+            qd[i] = qdd[i] = 0.0;
+        }
+        return;
+    }
+    case RD_REF_SINE:
+        for (int i = 0; i < n; ++i) {
+            double w = ref->omega[i], angle = w * t + ref->phase[i];
+            double s = sin(angle), c = cos(angle);
+            q[i] = ref->a[i] + ref->b[i] * s;
+            qd[i] = ref->b[i] * w * c;
+            qdd[i] = -ref->b[i] * w * w * s;
+        }
+        return;
+    case RD_REF_QUINTIC: {
+        double T = ref->duration, s, ds, dds;
+        quintic_blend((t - ref->t0) / T, &s, &ds, &dds);
+        for (int i = 0; i < n; ++i) {
+            double delta = ref->b[i] - ref->a[i];
+            q[i] = ref->a[i] + delta * s;
+            qd[i] = delta * ds / T;
+            qdd[i] = delta * dds / (T * T);
+        }
+        return;
+    }
+    default: /* RD_REF_HOLD */
+        for (int i = 0; i < n; ++i) {
+            q[i] = ref->a[i];
+            qd[i] = qdd[i] = 0.0;
+        }
+        return;
+    }
+}
+
+/* ------------------------------------------------------------------ control laws */
+
+static void mat_vec(const double *A, const double *x, int n, double *y)
+{
+    for (int i = 0; i < n; ++i) {
+        double acc = 0.0;
+        for (int j = 0; j < n; ++j)
+            acc += A[i * n + j] * x[j];
+        y[i] = acc;
+    }
+}
+
+int rd_control(const rd_controller *ctrl, const double *q, const double *qd, const double *q_r,
+               const double *qd_r, const double *qdd_r, double *tau, double *work)
+{
+    const rd_model *m = ctrl->model;
+    int n = m->n;
+    double *matrix = work;            /* n x n */
+    double *v = work + 2L * n * n;    /* 4 vectors of n */
+    double *a = v + n, *s = a + n, *tmp = s + n;
+    const double *kp = ctrl->kp, *kd = ctrl->kd;
+
+    switch (ctrl->kind) {
+    case RD_CTRL_NONE:
+        for (int i = 0; i < n; ++i)
+            tau[i] = 0.0;
+        break;
+    case RD_CTRL_PD:
+    case RD_CTRL_PD_GRAVITY:
+        if (ctrl->kind == RD_CTRL_PD_GRAVITY)
+            m->gravity(q, m->p, tau);
+        else
+            for (int i = 0; i < n; ++i)
+                tau[i] = 0.0;
+        for (int i = 0; i < n; ++i)
+            tau[i] += kp[i] * (q_r[i] - q[i]) + kd[i] * (qd_r[i] - qd[i]);
+        break;
+    case RD_CTRL_COMPUTED_TORQUE:
+        /* One inverse-dynamics call: M(q) a + C(q, qd) qd + g(q) + friction(qd). */
+        for (int i = 0; i < n; ++i)
+            a[i] = qdd_r[i] + kd[i] * (qd_r[i] - qd[i]) + kp[i] * (q_r[i] - q[i]);
+        m->inverse_dynamics(q, qd, a, NULL, m->p, tau);
+        break;
+    case RD_CTRL_SLOTINE_LI:
+        /* M a + C(q, qd) v + g + friction = ID(q, qd, a) + C(q, qd) (v - qd) = ID(q, qd, a) - C s. */
+        for (int i = 0; i < n; ++i) {
+            double e = q_r[i] - q[i], ed = qd_r[i] - qd[i];
+            v[i] = qd_r[i] + kp[i] * e;
+            a[i] = qdd_r[i] + kp[i] * ed;
+            s[i] = qd[i] - v[i];
+        }
+        m->inverse_dynamics(q, qd, a, NULL, m->p, tau);
+        m->coriolis_matrix(q, qd, m->p, matrix);
+        mat_vec(matrix, s, n, tmp);
+        for (int i = 0; i < n; ++i)
+            tau[i] -= tmp[i] + kd[i] * s[i];
+        break;
+    default:
+        return RD_ERR_ARGUMENT;
+    }
+    if (ctrl->tau_limit != NULL)
+        for (int i = 0; i < n; ++i) {
+            double limit = ctrl->tau_limit[i];
+            tau[i] = tau[i] > limit ? limit : (tau[i] < -limit ? -limit : tau[i]);
+        }
+    return all_finite(tau, n) ? RD_OK : RD_ERR_NONFINITE;
+}
+
+/* ------------------------------------------------------------------ integrators */
+
+int rd_step(const rd_model *plant, int integrator, double dt, int substeps, double *q, double *qd,
+            const double *tau, const double *h, double *work)
+{
+    int n = plant->n;
+    const double *p = plant->p;
+    double *k1 = work, *k2 = k1 + n, *k3 = k2 + n, *k4 = k3 + n; /* accelerations */
+    double *v2 = k4 + n, *v3 = v2 + n, *v4 = v3 + n;              /* velocities at stages 2-4 */
+    double *qs = v4 + n, *qds = qs + n;                            /* stage state */
+
+    if (!(dt > 0.0) || substeps < 1)
+        return RD_ERR_ARGUMENT;
+    for (int step = 0; step < substeps; ++step) {
+        switch (integrator) {
+        case RD_EULER:
+            if (plant->forward_dynamics(q, qd, tau, h, p, k1) != 0)
+                return RD_ERR_SINGULAR;
+            for (int i = 0; i < n; ++i) {
+                q[i] += dt * qd[i];
+                qd[i] += dt * k1[i];
+            }
+            break;
+        case RD_SEMI_IMPLICIT_EULER: /* symplectic: the position update uses the new velocity */
+            if (plant->forward_dynamics(q, qd, tau, h, p, k1) != 0)
+                return RD_ERR_SINGULAR;
+            for (int i = 0; i < n; ++i) {
+                qd[i] += dt * k1[i];
+                q[i] += dt * qd[i];
+            }
+            break;
+        case RD_RK4: {
+            double half = 0.5 * dt;
+            if (plant->forward_dynamics(q, qd, tau, h, p, k1) != 0)
+                return RD_ERR_SINGULAR;
+            for (int i = 0; i < n; ++i) {
+                qs[i] = q[i] + half * qd[i];
+                v2[i] = qds[i] = qd[i] + half * k1[i];
+            }
+            if (plant->forward_dynamics(qs, qds, tau, h, p, k2) != 0)
+                return RD_ERR_SINGULAR;
+            for (int i = 0; i < n; ++i) {
+                qs[i] = q[i] + half * v2[i];
+                v3[i] = qds[i] = qd[i] + half * k2[i];
+            }
+            if (plant->forward_dynamics(qs, qds, tau, h, p, k3) != 0)
+                return RD_ERR_SINGULAR;
+            for (int i = 0; i < n; ++i) {
+                qs[i] = q[i] + dt * v3[i];
+                v4[i] = qds[i] = qd[i] + dt * k3[i];
+            }
+            if (plant->forward_dynamics(qs, qds, tau, h, p, k4) != 0)
+                return RD_ERR_SINGULAR;
+            for (int i = 0; i < n; ++i) {
+                q[i] += dt / 6.0 * (qd[i] + 2.0 * v2[i] + 2.0 * v3[i] + v4[i]);
+                qd[i] += dt / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
+            }
+            break;
+        }
+        default:
+            return RD_ERR_ARGUMENT;
+        }
+        if (!all_finite(q, n) || !all_finite(qd, n))
+            return RD_ERR_NONFINITE;
+    }
+    return RD_OK;
+}
+
+/* ------------------------------------------------------------------ clocks */
+
+double rd_monotonic(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+}
+
+void rd_sleep_until(double t)
+{
+    struct timespec deadline;
+    if (!(t > 0.0))
+        return;
+    deadline.tv_sec = (time_t)t;
+    deadline.tv_nsec = (long)((t - (double)deadline.tv_sec) * 1e9);
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec += 1;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    /* Absolute deadline: an interrupted sleep resumes towards the same instant. */
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, NULL) == EINTR) {
+    }
+}
+
+/* ------------------------------------------------------------------ closed loop */
+
+int rd_simulate(const rd_model *plant, const rd_controller *ctrl, const rd_reference *ref,
+                const rd_sim_config *config, const rd_trajectory *out, double *work, long *failed_tick)
+{
+    int n = plant->n;
+    double *control_work = work;
+    double *step_work = work + CONTROL_SIZE(n);
+    double *q_r = step_work + STEP_SIZE(n);
+    double *qd_r = q_r + n, *qdd_r = qd_r + n, *tau = qdd_r + n, *applied = tau + n, *qdd = applied + n;
+    double dt = config->period / (double)config->substeps;
+    int status = RD_OK;
+    long k;
+
+    *failed_tick = -1;
+    if (ctrl->model->n != n || !(config->period > 0.0) || config->substeps < 1 || config->ticks < 0)
+        return RD_ERR_ARGUMENT;
+    for (k = 0; k <= config->ticks; ++k) {
+        double t = (double)k * config->period; /* no accumulated rounding */
+        double *q = out->q + k * n, *qd = out->qd + k * n;
+        const double *h = config->wrench ? config->wrench + k * config->wrench_stride : NULL;
+        double started = config->measure_time ? rd_monotonic() : 0.0;
+
+        rd_reference_eval(ref, n, t, q_r, qd_r, qdd_r);
+        status = rd_control(ctrl, q, qd, q_r, qd_r, qdd_r, tau, control_work);
+        if (status != RD_OK)
+            goto fail;
+        for (int i = 0; i < n; ++i)
+            applied[i] = tau[i];
+        if (config->disturbance) {
+            const double *d = config->disturbance + k * config->disturbance_stride;
+            for (int i = 0; i < n; ++i)
+                applied[i] += d[i];
+        }
+        if (k < config->ticks) {
+            memcpy(q + n, q, (size_t)n * sizeof(double));
+            memcpy(qd + n, qd, (size_t)n * sizeof(double));
+            status = rd_step(plant, config->integrator, dt, config->substeps, q + n, qd + n, applied, h, step_work);
+            if (status != RD_OK)
+                goto fail;
+        }
+        if (config->measure_time && out->compute_time)
+            out->compute_time[k] = rd_monotonic() - started;
+
+        /* Recording is outside the timed region; the acceleration is recomputed for the record. */
+        if (out->qdd) {
+            if (plant->forward_dynamics(q, qd, applied, h, plant->p, qdd) != 0) {
+                status = RD_ERR_SINGULAR;
+                goto fail;
+            }
+            memcpy(out->qdd + k * n, qdd, (size_t)n * sizeof(double));
+        }
+        if (out->tau)
+            memcpy(out->tau + k * n, tau, (size_t)n * sizeof(double));
+        if (out->q_ref) {
+            memcpy(out->q_ref + k * n, q_r, (size_t)n * sizeof(double));
+            memcpy(out->qd_ref + k * n, qd_r, (size_t)n * sizeof(double));
+            memcpy(out->qdd_ref + k * n, qdd_r, (size_t)n * sizeof(double));
+        }
+    }
+    return RD_OK;
+fail:
+    *failed_tick = k;
+    return status;
+}

@@ -1,0 +1,131 @@
+/*
+ * robodyn_sim: fixed-step simulation and joint-space control laws on top of one
+ * robot's generated dynamics.
+ *
+ * This file and robodyn_sim.c are static: the same for every robot, compiled into
+ * each robot's extension module next to the generated <robot>_dynamics.c. They
+ * reach the robot only through an rd_model table of function pointers, so a
+ * controller may use another module's model (a deliberately wrong one, say).
+ * Nothing here allocates, keeps global state or calls back into Python: the
+ * caller owns every array and a workspace of rd_workspace_size(n) doubles.
+ *
+ * Conventions: arrays are double, row-major; n is the number of joints;
+ *   M(q) qdd + C(q, qd) qd + g(q) + friction(qd) = tau + J(q)^T h.
+ */
+#ifndef ROBODYN_SIM_H
+#define ROBODYN_SIM_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One robot's dynamics and the parameter vector they are evaluated with. */
+typedef struct {
+    int n;
+    int n_params;      /* length of p */
+    const double *p;
+    void (*mass_matrix)(const double *q, const double *p, double *out);
+    void (*coriolis_matrix)(const double *q, const double *qd, const double *p, double *out);
+    void (*gravity)(const double *q, const double *p, double *out);
+    void (*friction)(const double *qd, const double *p, double *out);
+    void (*inverse_dynamics)(const double *q, const double *qd, const double *qdd, const double *h,
+                             const double *p, double *out);
+    int (*forward_dynamics)(const double *q, const double *qd, const double *tau, const double *h,
+                            const double *p, double *out);
+} rd_model;
+
+/* Status codes. */
+enum {
+    RD_OK = 0,
+    RD_ERR_SINGULAR = 1,   /* forward dynamics failed: M(q) not positive definite */
+    RD_ERR_NONFINITE = 2,  /* the state or a torque became NaN or infinite (the simulation diverged) */
+    RD_ERR_ARGUMENT = 3    /* unknown kind, non-positive step, n mismatch */
+};
+
+/* Desired motion q_r(t) with its first two derivatives. */
+enum { RD_REF_HOLD = 0, RD_REF_STEP = 1, RD_REF_SINE = 2, RD_REF_QUINTIC = 3 };
+typedef struct {
+    int kind;
+    double t0;          /* STEP: switching time; QUINTIC: start time */
+    double duration;    /* QUINTIC: time from a to b (> 0) */
+    const double *a;    /* HOLD, STEP, QUINTIC: start position; SINE: centre */
+    const double *b;    /* STEP, QUINTIC: final position; SINE: amplitude */
+    const double *omega; /* SINE: angular frequency [rad/s] */
+    const double *phase; /* SINE: phase [rad] */
+} rd_reference;
+
+/* Joint-space control laws; e = q_r - q, ed = qd_r - qd.
+ *   NONE             tau = 0
+ *   PD               tau = Kp e + Kd ed
+ *   PD_GRAVITY       tau = Kp e + Kd ed + g(q)
+ *   COMPUTED_TORQUE  tau = M(q) (qdd_r + Kd ed + Kp e) + C(q, qd) qd + g(q) + friction(qd)
+ *   SLOTINE_LI       v = qd_r + L e, a = qdd_r + L ed, s = qd - v,
+ *                    tau = M(q) a + C(q, qd) v + g(q) + friction(qd) - K s
+ * with diagonal gains (kp, kd) = (Kp, Kd), or (L, K) for SLOTINE_LI. The model terms
+ * come from `model`, which may differ from the plant. tau_limit (optional) saturates
+ * each joint symmetrically. */
+enum { RD_CTRL_NONE = 0, RD_CTRL_PD = 1, RD_CTRL_PD_GRAVITY = 2, RD_CTRL_COMPUTED_TORQUE = 3,
+       RD_CTRL_SLOTINE_LI = 4 };
+typedef struct {
+    int kind;
+    const rd_model *model;
+    const double *kp;
+    const double *kd;
+    const double *tau_limit; /* NULL: no saturation */
+} rd_controller;
+
+/* A control law bound to its reference: what a compiled controller object carries. */
+typedef struct {
+    rd_controller controller;
+    rd_reference reference;
+} rd_law;
+
+enum { RD_EULER = 0, RD_SEMI_IMPLICIT_EULER = 1, RD_RK4 = 2 };
+
+typedef struct {
+    double period;     /* control period [s]; the torque is held over each period */
+    long ticks;        /* number of control periods to simulate */
+    int integrator;    /* RD_EULER, RD_SEMI_IMPLICIT_EULER or RD_RK4 */
+    int substeps;      /* integration steps per control period (>= 1) */
+    const double *disturbance; /* joint torques added to the controller's, row k * disturbance_stride; NULL: none */
+    long disturbance_stride;   /* 0: constant; n: one row per tick */
+    const double *wrench;      /* wrench on the tool, 6 values, row k * wrench_stride; NULL: none */
+    long wrench_stride;        /* 0: constant; 6: one row per tick */
+    int measure_time;          /* record per-tick compute time (CLOCK_MONOTONIC) */
+} rd_sim_config;
+
+/* Samples k = 0..ticks (ticks + 1 rows, row k at t = k * period). q[0..n) and qd[0..n)
+ * hold the initial state on entry. Optional outputs may be NULL. tau is the controller's
+ * torque (before disturbance); qdd the acceleration under the applied torque and wrench. */
+typedef struct {
+    double *q, *qd;
+    double *qdd, *tau;
+    double *q_ref, *qd_ref, *qdd_ref;
+    double *compute_time;      /* seconds per tick: controller + integration */
+} rd_trajectory;
+
+long rd_workspace_size(int n);
+
+void rd_reference_eval(const rd_reference *ref, int n, double t, double *q, double *qd, double *qdd);
+
+/* tau for the state (q, qd) and the reference sample (q_r, qd_r, qdd_r). */
+int rd_control(const rd_controller *ctrl, const double *q, const double *qd, const double *q_r,
+               const double *qd_r, const double *qdd_r, double *tau, double *work);
+
+/* Advance (q, qd) in place by `substeps` steps of dt under constant tau and wrench h (may be NULL). */
+int rd_step(const rd_model *plant, int integrator, double dt, int substeps, double *q, double *qd,
+            const double *tau, const double *h, double *work);
+
+/* Whole-horizon closed-loop simulation; on failure *failed_tick is the tick at which it stopped
+ * (rows after it are unset). */
+int rd_simulate(const rd_model *plant, const rd_controller *ctrl, const rd_reference *ref,
+                const rd_sim_config *config, const rd_trajectory *out, double *work, long *failed_tick);
+
+/* CLOCK_MONOTONIC in seconds, and an absolute sleep on it (returns at once if t is past). */
+double rd_monotonic(void);
+void rd_sleep_until(double t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,439 @@
+"""Closed-loop simulation and a control-loop harness.
+
+The loop runs at a fixed control period T. At tick k (t = k T) the harness
+reads the plant's state, asks the controller for a torque, and writes it; the
+plant holds that torque (plus any disturbance) for one period. A run of
+``ticks`` periods records ticks + 1 samples, k = 0..ticks.
+
+* ``Plant`` is the interface a real robot implements: ``read() -> (q, qd)`` and
+  ``write(tau)``. ``SimulatedPlant`` implements it with the compiled dynamics.
+* ``Harness(plant, controller, rate).run(duration, realtime=...)`` runs the loop as
+  fast as possible, or paced to absolute deadlines on the monotonic clock, and
+  reports per-tick compute time, wake-up jitter and deadline misses.
+* ``simulate(robot, controller, duration=...)`` is the one-call form. With a
+  built-in controller and a compiled integrator the whole horizon runs in C
+  without the GIL (robodyn_sim.c); a Python callable controller, a solve_ivp
+  method or real-time pacing use a Python loop around compiled steps.
+
+Integrators ("euler", "semi-implicit-euler", "rk4") take ``substeps`` fixed steps
+per control period; any ``scipy.integrate.solve_ivp`` method name ("RK45",
+"DOP853", "Radau", ...) integrates each period adaptively instead.
+
+Disturbances enter as joint torques added to the controller's, and as a wrench
+h on the tool (M q̈ + C q̇ + g + friction = τ + Jᵀ h). Each may be None, a
+constant, an array with one row per sample, or a function of time, sampled at
+each tick and held over the period.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+import numpy as np
+
+from .control import BuiltinController, Controller, FunctionController, NoControl
+from .references import Reference
+
+__all__ = ["Plant", "SimulatedPlant", "Harness", "Trajectory", "LoopStats", "simulate", "INTEGRATORS"]
+
+INTEGRATORS = ("euler", "semi-implicit-euler", "rk4")
+
+
+class Plant(Protocol):
+    """What the harness needs from a robot, simulated or real."""
+
+    n: int
+
+    def read(self) -> tuple[np.ndarray, np.ndarray]:
+        """Measured joint positions and velocities, shape (n,) each."""
+
+    def write(self, tau: np.ndarray) -> None:
+        """Command joint torques, held until the next write."""
+
+
+class _Schedule:
+    """A per-tick input: None, a constant vector, one row per sample, or a function of time."""
+
+    def __init__(self, value, width: int, name: str, period: float):
+        self.name, self.width, self.period = name, width, period
+        self.function: Callable | None = None
+        self.array: np.ndarray | None = None
+        if value is None:
+            return
+        if callable(value):
+            self.function = value
+            return
+        array = np.ascontiguousarray(value, dtype=np.float64)
+        if array.ndim not in (1, 2) or array.shape[-1] != width:
+            raise ValueError(f"{name}: expected shape ({width},) or (samples, {width}), got {array.shape}")
+        if not np.all(np.isfinite(array)):
+            raise ValueError(f"{name}: contains NaN or infinity")
+        self.array = array
+
+    @property
+    def present(self) -> bool:
+        return self.function is not None or self.array is not None
+
+    def at(self, k: int) -> np.ndarray | None:
+        if self.function is not None:
+            return self._call(k * self.period)
+        if self.array is None:
+            return None
+        if self.array.ndim == 1:
+            return self.array
+        if k >= self.array.shape[0]:
+            raise ValueError(f"{self.name}: has {self.array.shape[0]} rows, tick {k} needs more")
+        return self.array[k]
+
+    def rows(self, start: int, count: int) -> np.ndarray | None:
+        """The values for ticks start..start+count-1 as a (count, width) array, or a constant (width,)."""
+        if self.function is not None:
+            return np.stack([self._call((start + k) * self.period) for k in range(count)])
+        if self.array is None or self.array.ndim == 1:
+            return self.array
+        if start + count > self.array.shape[0]:
+            raise ValueError(f"{self.name}: has {self.array.shape[0]} rows, the run needs {start + count}")
+        return np.ascontiguousarray(self.array[start:start + count])
+
+    def _call(self, t: float) -> np.ndarray:
+        value = np.ascontiguousarray(self.function(t), dtype=np.float64)
+        if value.shape != (self.width,) or not np.all(np.isfinite(value)):
+            raise ValueError(f"{self.name}({t:g}): expected {self.width} finite values, got {value!r}")
+        return value
+
+
+class SimulatedPlant:
+    """The compiled robot as a plant: ``write(tau)`` advances the state by one control period.
+
+    ``robot`` is the true plant (its parameters may differ from the controller's model);
+    ``disturbance`` (joint torques) and ``wrench`` (on the tool) are added to every write.
+    """
+
+    def __init__(self, robot, period: float, q0=None, qd0=None, *, integrator: str = "rk4", substeps: int = 1,
+                 disturbance=None, wrench=None, rtol: float = 1e-9, atol: float = 1e-11):
+        if not (period > 0.0 and math.isfinite(period)):
+            raise ValueError(f"period must be positive, got {period}")
+        if integrator not in INTEGRATORS and integrator not in _ivp_methods():
+            raise ValueError(f"unknown integrator {integrator!r}; expected one of {', '.join(INTEGRATORS)} "
+                             f"or a solve_ivp method ({', '.join(_ivp_methods())})")
+        if int(substeps) != substeps or substeps < 1:
+            raise ValueError(f"substeps must be a positive integer, got {substeps}")
+        self.robot = robot
+        self.n = robot.n
+        self.period = float(period)
+        self.integrator = integrator
+        self.substeps = int(substeps)
+        self.rtol, self.atol = rtol, atol
+        self.q = _state(q0, "q0", self.n)
+        self.qd = _state(qd0, "qd0", self.n)
+        self.tick = 0
+        self.disturbance = _Schedule(disturbance, self.n, "disturbance", self.period)
+        self.wrench = _Schedule(wrench, 6, "wrench", self.period)
+
+    @property
+    def t(self) -> float:
+        """Simulated time."""
+        return self.tick * self.period
+
+    @property
+    def compiled(self) -> bool:
+        return self.integrator in INTEGRATORS
+
+    def read(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.q.copy(), self.qd.copy()
+
+    def applied_torque(self, tau: np.ndarray, k: int) -> np.ndarray:
+        disturbance = self.disturbance.at(k)
+        tau = np.ascontiguousarray(tau, dtype=np.float64)
+        if tau.shape != (self.n,):
+            raise ValueError(f"tau: expected shape ({self.n},), got {tau.shape}")
+        return tau if disturbance is None else tau + disturbance
+
+    def write(self, tau) -> None:
+        applied = self.applied_torque(tau, self.tick)
+        h = self.wrench.at(self.tick)
+        if self.compiled:
+            self.robot._dynamics.step(self.q, self.qd, applied, h, self.period / self.substeps, self.substeps,
+                                      self.integrator)
+        else:
+            self._ivp_step(applied, h)
+        self.tick += 1
+
+    def _ivp_step(self, tau: np.ndarray, h: np.ndarray | None) -> None:
+        from scipy.integrate import solve_ivp
+
+        n, fd = self.n, self.robot.forward_dynamics
+
+        def rhs(_t, y):
+            return np.concatenate((y[n:], fd(np.ascontiguousarray(y[:n]), np.ascontiguousarray(y[n:]), tau, h)))
+
+        start = self.t
+        result = solve_ivp(rhs, (start, start + self.period), np.concatenate((self.q, self.qd)),
+                           method=self.integrator, rtol=self.rtol, atol=self.atol)
+        if not result.success:
+            raise FloatingPointError(f"solve_ivp ({self.integrator}) failed at t = {start:g} s: {result.message}")
+        self.q[:] = result.y[:n, -1]
+        self.qd[:] = result.y[n:, -1]
+
+
+def _ivp_methods() -> tuple[str, ...]:
+    return ("RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA")
+
+
+def _state(value, name: str, n: int) -> np.ndarray:
+    array = np.zeros(n) if value is None else np.array(value, dtype=np.float64)
+    if array.shape != (n,):
+        raise ValueError(f"{name}: expected shape ({n},), got {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name}: contains NaN or infinity")
+    return np.ascontiguousarray(array)
+
+
+@dataclass
+class LoopStats:
+    """Timing of a run. ``compute`` [s]: read + control + write per tick. In real-time mode
+    ``lateness`` [s] is each tick's wake-up time minus its deadline (the jitter) and a missed
+    deadline is a tick that ended after the next tick's deadline; in simulation mode (as fast
+    as possible) there is no wake-up, and a miss is a tick whose compute exceeded the period."""
+
+    period: float
+    realtime: bool
+    compute: np.ndarray
+    lateness: np.ndarray | None
+    missed_deadlines: int
+    wall_time: float
+
+    def summary(self) -> dict:
+        def stat(values, fn):
+            return None if values is None or len(values) == 0 else float(fn(values))
+
+        return {
+            "period_s": self.period,
+            "realtime": self.realtime,
+            "ticks": int(len(self.compute)),
+            "wall_time_s": self.wall_time,
+            "compute_mean_s": stat(self.compute, np.mean),
+            "compute_p99_s": stat(self.compute, lambda v: np.percentile(v, 99)),
+            "compute_max_s": stat(self.compute, np.max),
+            "jitter_mean_s": stat(self.lateness, np.mean),
+            "jitter_p99_s": stat(self.lateness, lambda v: np.percentile(v, 99)),
+            "jitter_max_s": stat(self.lateness, np.max),
+            "missed_deadlines": int(self.missed_deadlines),
+        }
+
+
+@dataclass
+class Trajectory:
+    """Samples k = 0..ticks at t = k T: state, acceleration, controller torque and reference.
+
+    ``tau`` is the controller's output (disturbances excluded); ``qdd`` the acceleration under
+    everything applied (None for a plant that cannot report it); the reference arrays are None
+    for a controller without one.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray | None
+    tau: np.ndarray
+    q_ref: np.ndarray | None
+    qd_ref: np.ndarray | None
+    qdd_ref: np.ndarray | None
+    loop: LoopStats
+    robot: object = field(default=None, repr=False)
+
+    @property
+    def tracking_error(self) -> np.ndarray | None:
+        """q_r - q per sample, or None without a reference."""
+        return None if self.q_ref is None else self.q_ref - self.q
+
+    def energy(self, robot=None) -> np.ndarray:
+        """Total energy T + P of the plant at each sample."""
+        robot = robot or self.robot
+        return robot.kinetic_energy(self.q, self.qd) + robot.potential_energy(self.q)
+
+    def energy_drift_rel(self, robot=None) -> float:
+        """max |E(t) - E(0)| over the run, divided by max(|E(0)|, max kinetic energy): the relative
+        change of the total energy (zero for an exact free motion without friction)."""
+        robot = robot or self.robot
+        kinetic = robot.kinetic_energy(self.q, self.qd)
+        total = kinetic + robot.potential_energy(self.q)
+        scale = max(abs(total[0]), float(np.max(kinetic)), np.finfo(float).tiny)
+        return float(np.max(np.abs(total - total[0])) / scale)
+
+    def summary(self, robot=None) -> dict:
+        """The figures of ``python -m robodyn simulate --json``."""
+        error = self.tracking_error
+        robot = robot or self.robot
+        return {
+            "robot": getattr(robot, "name", None),
+            "duration_s": float(self.t[-1]),
+            "samples": int(len(self.t)),
+            "tracking_error_max": None if error is None else float(np.max(np.abs(error))),
+            "tracking_error_rms": None if error is None else float(np.sqrt(np.mean(error**2))),
+            "tracking_error_max_per_joint": None if error is None else np.max(np.abs(error), axis=0).tolist(),
+            "energy_drift_rel": None if robot is None else self.energy_drift_rel(robot),
+            "tau_max_per_joint": np.max(np.abs(self.tau), axis=0).tolist(),
+            "loop": self.loop.summary(),
+        }
+
+
+class Harness:
+    """Runs a plant and a controller at a fixed control rate (Hz)."""
+
+    def __init__(self, plant: Plant, controller: Controller | Callable, rate: float):
+        if not (rate > 0.0 and math.isfinite(rate)):
+            raise ValueError(f"rate must be positive, got {rate}")
+        if not isinstance(controller, Controller):
+            controller = FunctionController(controller)
+        self.plant = plant
+        self.controller = controller
+        self.rate = float(rate)
+        self.period = 1.0 / self.rate
+        if isinstance(plant, SimulatedPlant) and not math.isclose(plant.period, self.period, rel_tol=1e-12):
+            raise ValueError(f"the simulated plant steps {plant.period:g} s per write, the harness period is "
+                             f"{self.period:g} s")
+
+    def run(self, duration: float | None = None, *, ticks: int | None = None, realtime: bool = False) -> Trajectory:
+        """Run ``duration`` seconds (rounded to whole periods) or ``ticks`` periods."""
+        if ticks is None:
+            if duration is None or not duration >= 0.0:
+                raise ValueError("give a non-negative duration or a number of ticks")
+            ticks = int(round(duration * self.rate))
+        if ticks < 0:
+            raise ValueError("ticks must be non-negative")
+        plant, controller = self.plant, self.controller
+        if (not realtime and isinstance(plant, SimulatedPlant) and plant.compiled
+                and isinstance(controller, BuiltinController)):
+            return self._run_compiled(ticks)
+        return self._run_ticks(ticks, realtime)
+
+    # -- whole horizon in C ---------------------------------------------------
+    def _run_compiled(self, ticks: int) -> Trajectory:
+        plant, controller = self.plant, self.controller
+        n, rows = plant.n, ticks + 1
+        q = np.empty((rows, n))
+        qd = np.empty((rows, n))
+        q[0], qd[0] = plant.q, plant.qd
+        qdd, tau = np.empty((rows, n)), np.empty((rows, n))
+        if controller.reference is None:
+            q_ref = qd_ref = qdd_ref = None
+        else:
+            q_ref, qd_ref, qdd_ref = np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n))
+        compute = np.empty(rows)
+        start = plant.tick
+        if start != 0:
+            raise ValueError("the compiled loop starts at t = 0; use a new SimulatedPlant for each run")
+        disturbance = plant.disturbance.rows(start, rows)
+        wrench = plant.wrench.rows(start, rows)
+        law = controller.capsule()
+        began = time.perf_counter()
+        plant.robot._dynamics.simulate(law, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, compute, plant.period,
+                                       plant.integrator, plant.substeps, disturbance, wrench, True)
+        wall = time.perf_counter() - began
+        plant.q[:], plant.qd[:] = q[-1], qd[-1]
+        plant.tick = start + ticks
+        stats = LoopStats(self.period, False, compute, None, int(np.count_nonzero(compute > self.period)), wall)
+        t = np.arange(rows) * self.period
+        return Trajectory(t, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, stats, plant.robot)
+
+    # -- tick by tick in Python (any plant, any controller, real time) --------
+    def _run_ticks(self, ticks: int, realtime: bool) -> Trajectory:
+        plant, controller, period = self.plant, self.controller, self.period
+        n, rows = plant.n, ticks + 1
+        q, qd, tau = np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n))
+        compute = np.empty(rows)
+        lateness = np.empty(rows) if realtime else None
+        missed = 0
+        clock = time.monotonic
+        began = time.perf_counter()
+        with _timer_slack(realtime):
+            origin = clock() + period  # first deadline one period ahead: time to settle
+            for k in range(rows):
+                if realtime:
+                    deadline = origin + k * period
+                    now = clock()
+                    if now < deadline:
+                        time.sleep(deadline - now)
+                    tick_start = clock()
+                    lateness[k] = tick_start - deadline
+                else:
+                    tick_start = clock()
+                state_q, state_qd = plant.read()
+                torque = controller(k * period, state_q, state_qd)
+                if k < ticks:
+                    plant.write(torque)
+                tick_end = clock()
+                compute[k] = tick_end - tick_start
+                q[k], qd[k], tau[k] = state_q, state_qd, torque
+                if realtime and tick_end > origin + (k + 1) * period:
+                    missed += 1
+        wall = time.perf_counter() - began
+        if not realtime:
+            missed = int(np.count_nonzero(compute > period))
+        stats = LoopStats(period, realtime, compute, lateness, missed, wall)
+        t = np.arange(rows) * period
+        qdd = None
+        if isinstance(plant, SimulatedPlant):
+            start = plant.tick - ticks
+            applied = tau.copy()
+            disturbance = plant.disturbance.rows(start, rows)
+            if disturbance is not None:
+                applied += disturbance
+            wrench = plant.wrench.rows(start, rows)
+            if wrench is not None and wrench.ndim == 1:
+                wrench = np.ascontiguousarray(np.broadcast_to(wrench, (rows, 6)))
+            qdd = plant.robot.forward_dynamics(q, qd, applied, wrench)
+        reference = getattr(controller, "reference", None)
+        q_ref = qd_ref = qdd_ref = None
+        if isinstance(reference, Reference):
+            q_ref, qd_ref, qdd_ref = reference.evaluate(t)
+        return Trajectory(t, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, stats, getattr(plant, "robot", None))
+
+
+class _timer_slack:
+    """Linux: ask for 1 us timer slack (default 50 us) while pacing, so sleeps end closer to the deadline."""
+
+    PR_SET_TIMERSLACK, PR_GET_TIMERSLACK = 29, 30
+
+    def __init__(self, active: bool):
+        self.active = active
+        self.previous = None
+
+    def __enter__(self):
+        if self.active:
+            try:
+                import ctypes
+
+                self.libc = ctypes.CDLL(None, use_errno=True)
+                self.previous = self.libc.prctl(self.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+                if self.previous < 0 or self.libc.prctl(self.PR_SET_TIMERSLACK, 1000, 0, 0, 0) != 0:
+                    self.previous = None
+            except (OSError, AttributeError):
+                self.previous = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            self.libc.prctl(self.PR_SET_TIMERSLACK, self.previous, 0, 0, 0)
+        return False
+
+
+def simulate(robot, controller=None, *, duration: float, rate: float = 1000.0, q0=None, qd0=None,
+             integrator: str = "rk4", substeps: int = 1, disturbance=None, wrench=None, realtime: bool = False,
+             rtol: float = 1e-9, atol: float = 1e-11) -> Trajectory:
+    """Simulate ``robot`` under ``controller`` (None: free motion) for ``duration`` seconds.
+
+    ``controller`` is a built-in controller (robodyn.control) or any callable
+    ``tau = f(t, q, qd)``. ``q0``/``qd0`` default to zero. See the module docstring
+    for integrators, disturbances and real-time pacing.
+    """
+    if controller is None:
+        controller = NoControl(robot)
+    period = 1.0 / rate
+    plant = SimulatedPlant(robot, period, q0, qd0, integrator=integrator, substeps=substeps,
+                           disturbance=disturbance, wrench=wrench, rtol=rtol, atol=atol)
+    return Harness(plant, controller, rate).run(duration, realtime=realtime)
