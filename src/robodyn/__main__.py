@@ -65,7 +65,8 @@ def demo(path: str, cache_dir: str | None) -> int:
 
 def default_motion(robot, reference: str, duration: float, start: np.ndarray):
     """A smooth motion that moves every joint: 0.5 rad (revolute) or 0.1 m (prismatic), alternating in
-    sign, kept 10 % inside the joint limits; reached by a quintic over the first half of the run."""
+    sign, kept 10 % inside the joint limits; reached by a quintic over the first half of the run
+    (or: held, stepped to at 10 % of the run, or oscillated to and from at 0.5 Hz)."""
     from .references import Hold, Quintic, Sine, Step
 
     offsets = np.array([0.5 if kind == "revolute" else 0.1 for kind in robot.joint_types])
@@ -80,8 +81,8 @@ def default_motion(robot, reference: str, duration: float, start: np.ndarray):
         return Hold(goal)
     if reference == "step":
         return Step(start, goal, time=0.1 * duration)
-    if reference == "sine":
-        return Sine(start, goal - start, frequency=0.5)
+    if reference == "sine":  # between start and goal at 0.5 Hz, leaving start at rest
+        return Sine(0.5 * (start + goal), 0.5 * (goal - start), frequency=0.5, phase=-0.5 * np.pi)
     return Quintic(start, goal, duration=max(0.5 * duration, 1e-3))
 
 
@@ -175,7 +176,8 @@ def _print_summary(summary: dict) -> None:
     print(f"relative energy drift: {summary['energy_drift_rel']:.3e}")
     print(f"loop: wall {loop['wall_time_s']:.3f} s for {loop['ticks']} ticks "
           f"({summary['duration_s'] / max(loop['wall_time_s'], 1e-12):.0f} simulated s per wall s); "
-          f"compute mean {us(loop['compute_mean_s'])}, p99 {us(loop['compute_p99_s'])}, max {us(loop['compute_max_s'])}")
+          f"compute mean {us(loop['compute_mean_s'])}, p99 {us(loop['compute_p99_s'])}, "
+          f"max {us(loop['compute_max_s'])}")
     if loop["realtime"]:
         print(f"real time: jitter mean {us(loop['jitter_mean_s'])}, p99 {us(loop['jitter_p99_s'])}, "
               f"max {us(loop['jitter_max_s'])}; missed deadlines {loop['missed_deadlines']}")
