@@ -1,0 +1,145 @@
+"""Figures of simulated runs: ``plot_trajectory`` and ``plot_comparison``.
+
+matplotlib is optional (``pip install "robodyn[plot]"``) and imported only when a
+figure is drawn. Figures are drawn on matplotlib's Agg canvas directly, never
+through pyplot, so plotting from a library, a test or a headless server opens no
+window and leaves pyplot's global state alone. Files are written to a temporary
+name in the target directory and then renamed, so a failed plot leaves no
+half-written file behind.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+__all__ = ["QUANTITIES", "plot_comparison", "plot_trajectory"]
+
+# quantity -> (panel label, unit of a revolute joint, unit of a prismatic joint)
+QUANTITIES = {
+    "q": ("position q", "rad", "m"),
+    "qd": ("velocity q̇", "rad/s", "m/s"),
+    "qdd": ("acceleration q̈", "rad/s²", "m/s²"),
+    "tau": ("torque τ", "N m", "N"),
+    "tracking_error": ("tracking error q_r − q", "rad", "m"),
+}
+
+_PANEL_HEIGHT = 2.0  # inches per subplot
+_FIGURE_WIDTH = 9.0
+# Keep the matplotlib version and dates out of the files where the format allows it.
+_NO_PROVENANCE = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None},
+                  "pdf": {"CreationDate": None, "Creator": None, "Producer": None}}
+
+
+def plot_trajectory(trajectory, path, title: str | None = None, joint_names=None) -> Path:
+    """Stacked panels over a shared time axis: q (q_r dashed), q̇, q̈, τ and, with a reference,
+    the tracking error q_r − q. Writes ``path`` (format from its suffix, PNG by default) and
+    returns it as a Path."""
+    series = {"q": trajectory.q, "qd": trajectory.qd, "qdd": trajectory.qdd, "tau": trajectory.tau,
+              "tracking_error": trajectory.tracking_error}
+    panels = [name for name, values in series.items() if values is not None]
+    robot = getattr(trajectory, "robot", None)
+    n = trajectory.q.shape[1]
+    names = _joint_names(joint_names, robot, n)
+    figure = _new_figure(len(panels))
+    axes = figure.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, quantity in zip(axes, panels):
+        for j in range(n):
+            ax.plot(trajectory.t, series[quantity][:, j], color=f"C{j}", lw=1.2, label=names[j])
+        if quantity == "q" and trajectory.q_ref is not None:
+            for j in range(n):
+                ax.plot(trajectory.t, trajectory.q_ref[:, j], color=f"C{j}", lw=1.0, ls="--")
+            ax.plot([], [], color="0.4", lw=1.0, ls="--", label="reference")
+        ax.set_ylabel(_axis_label(quantity, robot), fontsize=9)
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(loc="upper right", fontsize=8, ncol=min(n + 1, 4))
+    axes[-1].set_xlabel("time [s]")
+    figure.suptitle(title or getattr(robot, "name", None) or "trajectory")
+    return _save(figure, path)
+
+
+def plot_comparison(trajectories: dict, path, quantity: str = "q", title: str | None = None,
+                    joint_names=None) -> Path:
+    """Overlay one quantity of several runs (``{label: Trajectory}``, e.g. one per friction value),
+    one subplot per joint. ``quantity`` is one of QUANTITIES; returns the written path."""
+    if quantity not in QUANTITIES:
+        raise ValueError(f"quantity must be one of {', '.join(QUANTITIES)}, got {quantity!r}")
+    if not trajectories:
+        raise ValueError("plot_comparison needs at least one trajectory")
+    values = {label: getattr(run, quantity) for label, run in trajectories.items()}
+    missing = [label for label, array in values.items() if array is None]
+    if missing:
+        raise ValueError(f"{quantity} was not recorded for: {', '.join(map(str, missing))}")
+    widths = {array.shape[1] for array in values.values()}
+    if len(widths) != 1:
+        raise ValueError(f"the runs have different numbers of joints: {sorted(widths)}")
+    n = widths.pop()
+    first = next(iter(trajectories.values()))
+    robot = getattr(first, "robot", None)
+    names = _joint_names(joint_names, robot, n)
+    figure = _new_figure(n)
+    axes = figure.subplots(n, 1, sharex=True, squeeze=False)[:, 0]
+    for j, ax in enumerate(axes):
+        for i, (label, array) in enumerate(values.items()):
+            ax.plot(trajectories[label].t, array[:, j], color=f"C{i}", lw=1.2, label=str(label))
+        ax.set_ylabel(f"{names[j]}\n{_axis_label(quantity, robot, j)}", fontsize=9)
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(loc="upper right", fontsize=8, ncol=min(len(values), 4))
+    axes[-1].set_xlabel("time [s]")
+    figure.suptitle(title or f"{QUANTITIES[quantity][0]}: {', '.join(map(str, values))}")
+    return _save(figure, path)
+
+
+def _new_figure(panels: int):
+    """An Agg-backed Figure; the only place matplotlib is imported."""
+    try:
+        import matplotlib.backends.backend_agg
+        import matplotlib.figure
+    except ImportError as error:
+        raise ImportError('robodyn.plotting needs matplotlib: pip install "robodyn[plot]" '
+                          "(or pip install matplotlib)") from error
+    figure = matplotlib.figure.Figure(figsize=(_FIGURE_WIDTH, 1.0 + _PANEL_HEIGHT * panels), layout="constrained")
+    matplotlib.backends.backend_agg.FigureCanvasAgg(figure)
+    return figure
+
+
+def _joint_names(names, robot, n: int) -> list[str]:
+    if names is None:
+        names = getattr(robot, "joint_names", None) or [f"q{j + 1}" for j in range(n)]
+    names = [str(name) for name in names]
+    if len(names) != n:
+        raise ValueError(f"joint_names: expected {n} names, got {len(names)}")
+    return names
+
+
+def _axis_label(quantity: str, robot, joint: int | None = None) -> str:
+    """'label [unit]' with the unit of the robot's joint types: rad-like, m-like, or both ("rad | m")."""
+    label, revolute, prismatic = QUANTITIES[quantity]
+    kinds = getattr(robot, "joint_types", None)
+    if kinds is not None and joint is not None:
+        kinds = [kinds[joint]]
+    if kinds is None:
+        unit = f"{revolute} | {prismatic}"
+    else:
+        units = [revolute if kind == "revolute" else prismatic for kind in kinds]
+        unit = " | ".join(dict.fromkeys(units))
+    return f"{label} [{unit}]"
+
+
+def _save(figure, path) -> Path:
+    """Render into a temporary file next to ``path``, then rename it into place."""
+    path = Path(path)
+    file_format = path.suffix.lstrip(".").lower() or "png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A unique name (not mkstemp, whose 0600 mode would stick to the figure) in the same
+    # directory, so the rename is atomic.
+    temporary = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(temporary, "xb") as stream:
+            figure.savefig(stream, format=file_format, dpi=110, metadata=_NO_PROVENANCE.get(file_format))
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return path
