@@ -4,10 +4,11 @@ A rest-to-rest quintic moves every joint of the 3-DOF arm with motors and fricti
 (robots/rrr.yaml) and, with --puma, of the Puma 560 (robots/puma560.yaml, whose first build
 takes a minute or two). PD lags and sags under gravity; PD + gravity removes the sag.
 Computed torque and Slotine-Li cancel the dynamics and track closely while their model is
-exact; most of what remains comes from Coulomb friction, which they compensate with the
-sign of the measured velocity, so near rest (the start and the goal) the compensation
-chatters and the joints briefly stick. The last run gives computed torque a model whose
-forearm mass is 20 % too large, to show how the tracking error grows when the model is wrong.
+exact. By default they compensate Coulomb friction with the sign of the measured velocity,
+which chatters near rest (the start and the goal) and lets the joints stick or creep; the
+runs marked "friction at q̇_r" compensate it along the plan instead (friction="reference")
+and track an order of magnitude closer. The last run gives computed torque (friction at q̇_r)
+a model whose forearm mass is 20 % too large, to show how the error grows with a wrong model.
 
     python examples/tracking.py [--puma] [--out DIR] [--cache-dir DIR]
 """
@@ -51,7 +52,7 @@ def error_norms(trajectory) -> np.ndarray:
 def table_row(label: str, trajectory) -> str:
     largest, rms = error_norms(trajectory)
     speed = trajectory.t[-1] / trajectory.loop.wall_time
-    return f"{label:<28} {largest:>12.3e} {rms:>12.3e} {np.max(np.abs(trajectory.tau)):>13.3f} {speed:>14.0f}"
+    return f"{label:<36} {largest:>12.3e} {rms:>12.3e} {np.max(np.abs(trajectory.tau)):>13.3f} {speed:>14.0f}"
 
 
 def run_robot(name: str, out: Path, cache_dir: str | None) -> None:
@@ -59,21 +60,27 @@ def run_robot(name: str, out: Path, cache_dir: str | None) -> None:
     start, goal = MOTIONS[name]
     reference = robodyn.Quintic(start, goal, duration=MOVE_TIME)
     print(f"\n{robot!r}: quintic over {MOVE_TIME:g} s, {DURATION:g} s simulated at {RATE:g} Hz (RK4)")
-    print(f"{'controller':<28} {'max |e| rad':>12} {'rms e rad':>12} {'max |tau| N m':>13} {'sim s/wall s':>14}")
+    print(f"{'controller':<36} {'max |e| rad':>12} {'rms e rad':>12} {'max |tau| N m':>13} {'sim s/wall s':>14}")
     runs = {}
     for label, controller_class in CONTROLLERS.items():
         runs[label] = trajectory = track(robot, controller_class(robot.copy(), reference))
         print(table_row(label, trajectory))
         plot_trajectory(trajectory, out / name / f"{label}.png", title=f"{name}: {label}")
+    for label in ("computed-torque", "slotine-li"):
+        planned = CONTROLLERS[label](robot.copy(), reference, friction="reference")
+        runs[f"{label}, friction at q̇_r"] = trajectory = track(robot, planned)
+        print(table_row(f"{label}, friction at q̇_r", trajectory))
+    plot_trajectory(trajectory, out / name / "slotine-li_friction_at_reference.png",
+                    title=f"{name}: slotine-li, friction at q̇_r")
     plot_comparison(runs, out / name / "compare_tracking_error.png", quantity="tracking_error",
                     title=f"{name}: tracking error q_r − q per controller")
 
     wrong_model = robot.copy()
     wrong_model.params[WRONG_PARAMETER] *= WRONG_FACTOR
-    label = f"computed-torque, {WRONG_PARAMETER} x{WRONG_FACTOR:g}"
-    wrong = track(robot, robodyn.ComputedTorque(wrong_model, reference))
+    label = f"computed-torque, {WRONG_PARAMETER} x{WRONG_FACTOR:g}"  # friction at q̇_r, like its exact peer
+    wrong = track(robot, robodyn.ComputedTorque(wrong_model, reference, friction="reference"))
     print(table_row(label, wrong))
-    exact = runs["computed-torque"]
+    exact = runs["computed-torque, friction at q̇_r"]
     max_growth, rms_growth = error_norms(wrong) / error_norms(exact)
     print(f"{WRONG_PARAMETER} x{WRONG_FACTOR:g} in the model ({robot.params[WRONG_PARAMETER]:g} -> "
           f"{wrong_model.params[WRONG_PARAMETER]:g} kg) multiplies the tracking error by {max_growth:.2f} (max), "

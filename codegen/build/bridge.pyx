@@ -65,6 +65,7 @@ cdef extern from "robodyn_sim.h" nogil:
         const double* kp
         const double* kd
         const double* tau_limit
+        int friction_at_reference
     ctypedef struct rd_law:
         rd_controller controller
         rd_reference reference
@@ -606,9 +607,10 @@ cdef class Dynamics:
     # -- simulation (robodyn.simulation documents the conventions) --------
 
     def control_law(self, str controller, kp=None, kd=None, tau_limit=None, str reference="hold", double t0=0.0,
-                    double duration=0.0, a=None, b=None, omega=None, phase=None):
+                    double duration=0.0, a=None, b=None, omega=None, phase=None, bint friction_at_reference=False):
         """A compiled control law that uses this model (see ControlLaw)."""
-        return ControlLaw(self, controller, kp, kd, tau_limit, reference, t0, duration, a, b, omega, phase)
+        return ControlLaw(self, controller, kp, kd, tau_limit, reference, t0, duration, a, b, omega, phase,
+                          friction_at_reference)
 
     def step(self, q, qd, tau, h=None, double dt=1e-3, int substeps=1, str integrator="rk4"):
         """Advance the state arrays q and qd in place by ``substeps`` steps of dt, torque and wrench held."""
@@ -767,7 +769,7 @@ cdef class ControlLaw:
     cdef cnp.ndarray _ref_q, _ref_qd, _ref_qdd
 
     def __cinit__(self, Dynamics model, str controller, kp, kd, tau_limit, str reference, double t0,
-                  double duration, a, b, omega, phase):
+                  double duration, a, b, omega, phase, bint friction_at_reference=False):
         if controller not in CONTROLLERS:
             raise ValueError(f"unknown controller {controller!r}; expected one of {', '.join(CONTROLLERS)}")
         if reference not in REFERENCES:
@@ -785,6 +787,7 @@ cdef class ControlLaw:
         self._law.controller.kp = _data(arrays[0])
         self._law.controller.kd = _data(arrays[1])
         self._law.controller.tau_limit = _data(arrays[2])
+        self._law.controller.friction_at_reference = friction_at_reference
         kind = REFERENCES[reference]
         needed = {RD_REF_HOLD: (3,), RD_REF_STEP: (3, 4), RD_REF_SINE: (3, 4, 5, 6), RD_REF_QUINTIC: (3, 4)}[kind]
         for index in needed:

@@ -12,7 +12,7 @@
 
 /* Workspace layout, in doubles: the control law, one integration step and the
  * simulation loop each own a disjoint slice, so rd_simulate can call the others. */
-#define CONTROL_SIZE(n) (2L * (n) * (n) + 4L * (n))
+#define CONTROL_SIZE(n) (2L * (n) * (n) + 6L * (n))
 #define STEP_SIZE(n) (10L * (n))
 #define LOOP_SIZE(n) (8L * (n) + 6L)
 
@@ -112,8 +112,8 @@ int rd_control(const rd_controller *ctrl, const double *q, const double *qd, con
     const rd_model *m = ctrl->model;
     int n = m->n;
     double *matrix = work;            /* n x n */
-    double *v = work + 2L * n * n;    /* 4 vectors of n */
-    double *a = v + n, *s = a + n, *tmp = s + n;
+    double *v = work + 2L * n * n;    /* 6 vectors of n */
+    double *a = v + n, *s = a + n, *tmp = s + n, *f_measured = tmp + n, *f_reference = f_measured + n;
     const double *kp = ctrl->kp, *kd = ctrl->kd;
 
     switch (ctrl->kind) {
@@ -153,6 +153,13 @@ int rd_control(const rd_controller *ctrl, const double *q, const double *qd, con
         break;
     default:
         return RD_ERR_ARGUMENT;
+    }
+    if (ctrl->friction_at_reference
+        && (ctrl->kind == RD_CTRL_COMPUTED_TORQUE || ctrl->kind == RD_CTRL_SLOTINE_LI)) {
+        m->friction(qd, m->p, f_measured);
+        m->friction(qd_r, m->p, f_reference);
+        for (int i = 0; i < n; ++i)
+            tau[i] += f_reference[i] - f_measured[i];
     }
     if (ctrl->tau_limit != NULL)
         for (int i = 0; i < n; ++i) {

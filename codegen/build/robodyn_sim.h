@@ -62,8 +62,10 @@ typedef struct {
  *   SLOTINE_LI       v = qd_r + L e, a = qdd_r + L ed, s = qd - v,
  *                    tau = M(q) a + C(q, qd) v + g(q) + friction(qd) - K s
  * with diagonal gains (kp, kd) = (Kp, Kd), or (L, K) for SLOTINE_LI. The model terms
- * come from `model`, which may differ from the plant. tau_limit (optional) saturates
- * each joint symmetrically. */
+ * come from `model`, which may differ from the plant. With friction_at_reference set,
+ * the friction term of COMPUTED_TORQUE and SLOTINE_LI is evaluated at qd_r instead of qd:
+ * Coulomb friction's sign then follows the plan rather than a velocity that chatters
+ * around zero. tau_limit (optional) saturates each joint symmetrically. */
 enum { RD_CTRL_NONE = 0, RD_CTRL_PD = 1, RD_CTRL_PD_GRAVITY = 2, RD_CTRL_COMPUTED_TORQUE = 3,
        RD_CTRL_SLOTINE_LI = 4 };
 typedef struct {
@@ -72,6 +74,7 @@ typedef struct {
     const double *kp;
     const double *kd;
     const double *tau_limit; /* NULL: no saturation */
+    int friction_at_reference;
 } rd_controller;
 
 /* A control law bound to its reference: what a compiled controller object carries. */

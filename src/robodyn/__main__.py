@@ -139,8 +139,10 @@ def simulate_command(args) -> int:
         controller = NoControl(model)
     else:
         reference = default_motion(robot, args.reference, args.duration, q0)
-        gains = {} if args.omega is None else {"omega": args.omega}
-        controller = BUILTIN[args.controller](model, reference, **gains)
+        options = {} if args.omega is None else {"omega": args.omega}
+        if args.controller in ("computed-torque", "slotine-li"):
+            options["friction"] = args.friction
+        controller = BUILTIN[args.controller](model, reference, **options)
     trajectory = robodyn.simulate(robot, controller, duration=args.duration, rate=args.rate, q0=q0,
                                   integrator=args.integrator, substeps=args.substeps, realtime=args.realtime)
     summary = trajectory.summary(robot)
@@ -206,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
                      help=f"{', '.join(INTEGRATORS)} (compiled) or a solve_ivp method such as RK45 (default rk4)")
     sim.add_argument("--substeps", type=int, default=1, help="integration steps per control period (default 1)")
     sim.add_argument("--omega", type=float, help="controller bandwidth in rad/s for the default gains (default 20)")
+    sim.add_argument("--friction", choices=["measured", "reference"], default="measured",
+                     help="computed torque / Slotine-Li: compensate friction at the measured velocity (exact "
+                          "law, default) or at the reference velocity (no Coulomb chatter near rest)")
     sim.add_argument("--q0", help="initial joint positions, comma-separated (default: zero or mid-limits)")
     sim.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                      help="set a parameter of the simulated robot (repeatable)")

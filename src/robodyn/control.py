@@ -69,7 +69,9 @@ class BuiltinController(Controller):
 
     law: str = ""
 
-    def __init__(self, model, reference: Reference | None, kp, kd, tau_limit=None):
+    def __init__(self, model, reference: Reference | None, kp, kd, tau_limit=None, friction: str = "measured"):
+        if friction not in ("measured", "reference"):
+            raise ValueError(f"friction: expected 'measured' or 'reference', got {friction!r}")
         n = model.n
         if reference is None:
             reference = Hold(np.zeros(n))
@@ -80,7 +82,9 @@ class BuiltinController(Controller):
         self.kp = _gain(kp, "kp", n)
         self.kd = _gain(kd, "kd", n)
         self.tau_limit = None if tau_limit is None else _gain(tau_limit, "tau_limit", n)
+        self.friction = friction
         self._law = model._dynamics.control_law(self.law, kp=self.kp, kd=self.kd, tau_limit=self.tau_limit,
+                                                friction_at_reference=friction == "reference",
                                                 **reference.c_arguments())
 
     def __call__(self, t, q, qd, out=None):
@@ -132,15 +136,20 @@ class PDGravity(PD):
 
 
 class ComputedTorque(BuiltinController):
-    """τ = M̂ (q̈_r + Kd ė + Kp e) + Ĉ q̇ + ĝ + f̂ (one inverse-dynamics call). Defaults: Kp = ω², Kd = 2 ζ ω."""
+    """τ = M̂ (q̈_r + Kd ė + Kp e) + Ĉ q̇ + ĝ + f̂(q̇) (one inverse-dynamics call). Defaults: Kp = ω², Kd = 2 ζ ω.
+
+    ``friction="reference"`` evaluates f̂ at q̇_r instead of the measured q̇: with Coulomb friction
+    the measured velocity's sign chatters while a joint is nearly at rest, and the compensation
+    with it; the plan's sign does not. The viscous part then differs by Fv ė, extra damping.
+    """
 
     law = "computed-torque"
 
     def __init__(self, model, reference: Reference | None = None, kp=None, kd=None, *,
-                 omega: float = DEFAULT_OMEGA, zeta: float = DEFAULT_ZETA, tau_limit=None):
+                 omega: float = DEFAULT_OMEGA, zeta: float = DEFAULT_ZETA, tau_limit=None, friction="measured"):
         kp = omega**2 if kp is None else kp
         kd = 2.0 * zeta * omega if kd is None else kd
-        super().__init__(model, reference, kp, kd, tau_limit)
+        super().__init__(model, reference, kp, kd, tau_limit, friction)
 
 
 class SlotineLi(BuiltinController):
@@ -148,16 +157,17 @@ class SlotineLi(BuiltinController):
 
     ``lam`` is Λ (1/s), ``k`` is K (N m s/rad). Defaults: Λ = ω, K = ω M̂ii; with the exact model
     M ṡ + (C + K) s = 0 and ė + Λ e = −s, so each joint's error decays with a double pole near −ω.
+    ``friction`` as for ComputedTorque.
     """
 
     law = "slotine-li"
 
     def __init__(self, model, reference: Reference | None = None, lam=None, k=None, *,
-                 omega: float = DEFAULT_OMEGA, tau_limit=None):
+                 omega: float = DEFAULT_OMEGA, tau_limit=None, friction="measured"):
         lam = omega if lam is None else lam
         if k is None:
             k = omega * self._inertia_diagonal(model, reference)
-        super().__init__(model, reference, lam, k, tau_limit)
+        super().__init__(model, reference, lam, k, tau_limit, friction)
 
     @property
     def lam(self) -> np.ndarray:

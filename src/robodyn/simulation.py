@@ -17,7 +17,9 @@ plant holds that torque (plus any disturbance) for one period. A run of
 
 Integrators ("euler", "semi-implicit-euler", "rk4") take ``substeps`` fixed steps
 per control period; any ``scipy.integrate.solve_ivp`` method name ("RK45",
-"DOP853", "Radau", ...) integrates each period adaptively instead.
+"DOP853", "Radau", ...) integrates each period adaptively instead. solve_ivp
+restarts at every period (the torque jumps there), so its steps never exceed the
+period: accurate, but costly at high rates; use a lower ``rate`` for free motion.
 
 Disturbances enter as joint torques added to the controller's, and as a wrench
 h on the tool (M q̈ + C q̇ + g + friction = τ + Jᵀ h). Each may be None, a
@@ -243,7 +245,13 @@ class Trajectory:
     qd_ref: np.ndarray | None
     qdd_ref: np.ndarray | None
     loop: LoopStats
-    robot: object = field(default=None, repr=False)
+    robot: object = field(default=None, repr=False)  # the plant as simulated (a parameter snapshot)
+
+    def _plant(self, robot):
+        robot = robot or self.robot
+        if robot is None:
+            raise ValueError("energy needs the plant's model: pass robot=, this trajectory has none")
+        return robot
 
     @property
     def tracking_error(self) -> np.ndarray | None:
@@ -252,13 +260,13 @@ class Trajectory:
 
     def energy(self, robot=None) -> np.ndarray:
         """Total energy T + P of the plant at each sample."""
-        robot = robot or self.robot
+        robot = self._plant(robot)
         return robot.kinetic_energy(self.q, self.qd) + robot.potential_energy(self.q)
 
     def energy_drift_rel(self, robot=None) -> float:
         """max |E(t) - E(0)| over the run, divided by max(|E(0)|, max kinetic energy): the relative
         change of the total energy (zero for an exact free motion without friction)."""
-        robot = robot or self.robot
+        robot = self._plant(robot)
         kinetic = robot.kinetic_energy(self.q, self.qd)
         total = kinetic + robot.potential_energy(self.q)
         scale = max(abs(total[0]), float(np.max(kinetic)), np.finfo(float).tiny)
@@ -338,7 +346,7 @@ class Harness:
         plant.tick = start + ticks
         stats = LoopStats(self.period, False, compute, None, int(np.count_nonzero(compute > self.period)), wall)
         t = np.arange(rows) * self.period
-        return Trajectory(t, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, stats, plant.robot)
+        return Trajectory(t, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, stats, plant.robot.copy())
 
     # -- tick by tick in Python (any plant, any controller, real time) --------
     def _run_ticks(self, ticks: int, realtime: bool) -> Trajectory:
@@ -391,7 +399,8 @@ class Harness:
         q_ref = qd_ref = qdd_ref = None
         if isinstance(reference, Reference):
             q_ref, qd_ref, qdd_ref = reference.evaluate(t)
-        return Trajectory(t, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, stats, getattr(plant, "robot", None))
+        robot = plant.robot.copy() if isinstance(plant, SimulatedPlant) else None
+        return Trajectory(t, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, stats, robot)
 
 
 class _timer_slack:
