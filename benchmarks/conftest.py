@@ -4,7 +4,8 @@ The rr (2-DOF) and rrr (3-DOF) robots are built once per session into a
 private temporary cache; their SymPy models are derived once and lambdified
 with the default parameter values substituted. At the end of the session a
 short summary prints each implementation's median time per call and the ratio
-robodyn / lambdify.
+robodyn / lambdify. Other benchmark modules print their own end-of-session
+tables through ``summary_sections``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 _RESULTS = pytest.StashKey[dict]()
+_SECTIONS = pytest.StashKey[dict]()
 
 
 @dataclass
@@ -104,12 +106,24 @@ def bench_results(pytestconfig) -> dict:
     return pytestconfig.stash.setdefault(_RESULTS, {})
 
 
+@pytest.fixture(scope="session")
+def summary_sections(pytestconfig) -> dict:
+    """title -> function returning the lines of one more end-of-session table (none: no table)."""
+    return pytestconfig.stash.setdefault(_SECTIONS, {})
+
+
 @pytest.hookimpl(trylast=True)  # after pytest-benchmark's tables
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    write = terminalreporter.write_line
+    for title, make_lines in config.stash.get(_SECTIONS, {}).items():
+        lines = make_lines()
+        if lines:  # nothing when the benchmarks were disabled
+            terminalreporter.section(title)
+            for line in lines:
+                write(line)
     results = config.stash.get(_RESULTS, {})
     if not results:
         return
-    write = terminalreporter.write_line
     terminalreporter.section("robodyn vs sympy.lambdify: median time per call")
     floor = results.get(("-", "loop", "pass"))
     implementations = sorted({key[2] for key in results if key[0] != "-"}, key=_implementation_order)
