@@ -444,6 +444,9 @@ def test_controller_model_with_other_joint_count_is_refused(load):
     robot, rrr = load("rr"), load("rrr")
     with pytest.raises(ValueError, match="joints"):
         simulate(robot, ComputedTorque(rrr, MOTION["rrr"]), duration=0.1)
+    rows = np.zeros((3, 2))
+    with pytest.raises(TypeError, match="capsule"):  # not a law of this robodyn's struct layout
+        robot._dynamics.simulate(object(), rows, rows.copy(), None, None, None, None, None, None, 1e-3)
 
 
 # ---------------------------------------------------------------- command line

@@ -642,7 +642,8 @@ cdef class Dynamics:
         if integrator not in INTEGRATORS:
             raise ValueError(f"unknown integrator {integrator!r}; expected one of {', '.join(INTEGRATORS)}")
         if not PyCapsule_IsValid(law, _LAW_CAPSULE):
-            raise TypeError("law: expected ControlLaw.capsule()")
+            raise TypeError("law: expected ControlLaw.capsule() from a robot module built by this version of "
+                            "robodyn (rebuild the controller's model)")
         cdef rd_law* c_law = <rd_law*>PyCapsule_GetPointer(law, _LAW_CAPSULE)
         if c_law.controller.model.n != N:
             raise ValueError(f"law: its model has {c_law.controller.model.n} joints, this robot {N}")
@@ -708,8 +709,13 @@ cdef class Dynamics:
 # laws, gains and conventions; the entry points here check every array they
 # are given (shape, dtype, layout, finiteness) so a mistake raises, never crashes.
 
-cdef const char* _MODEL_CAPSULE = b"robodyn.rd_model"
-cdef const char* _LAW_CAPSULE = b"robodyn.rd_law"
+cdef extern from "robodyn_sim_abi.h":
+    const char* RD_SIM_ABI  # hash of robodyn_sim.h, written by the build
+
+# A law crosses modules (a controller's model may be another robot module), so its capsule
+# name carries the struct layout's hash: modules built from another robodyn_sim.h refuse it.
+_LAW_CAPSULE_NAME = b"robodyn.rd_law:" + <bytes>RD_SIM_ABI
+cdef const char* _LAW_CAPSULE = _LAW_CAPSULE_NAME
 
 INTEGRATORS = {"euler": RD_EULER, "semi-implicit-euler": RD_SEMI_IMPLICIT_EULER, "rk4": RD_RK4}
 CONTROLLERS = {"none": RD_CTRL_NONE, "pd": RD_CTRL_PD, "pd-gravity": RD_CTRL_PD_GRAVITY,

@@ -7,6 +7,7 @@ to BuildError on failure.
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -61,6 +62,11 @@ setup(name={module!r}, ext_modules=modules, script_args=["build_ext", "--inplace
 '''
 
 
+def simulation_abi() -> str:
+    """Hash of robodyn_sim.h: the layout of the structs that robot modules pass to each other."""
+    return hashlib.sha256(SIMULATION_SOURCES[0].read_bytes()).hexdigest()[:16]
+
+
 def write_build_tree(directory: Path, module_name: str, files: dict[str, str], robot: str) -> Path:
     """Write generated files, the static bridge and the build script; return the script path."""
     for name, text in files.items():
@@ -68,6 +74,7 @@ def write_build_tree(directory: Path, module_name: str, files: dict[str, str], r
     (directory / f"{module_name}.pyx").write_bytes(BRIDGE.read_bytes())
     for source in SIMULATION_SOURCES:
         (directory / source.name).write_bytes(source.read_bytes())
+    (directory / "robodyn_sim_abi.h").write_text(f'#define RD_SIM_ABI "{simulation_abi()}"\n', encoding="utf-8")
     script = directory / "build_module.py"
     script.write_text(_SETUP_TEMPLATE.format(script=script.name, module=module_name, pyx=f"{module_name}.pyx",
                                              csource=f"{robot}_dynamics.c", flags=list(COMPILE_FLAGS)),
