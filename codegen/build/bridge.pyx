@@ -98,7 +98,7 @@ cdef extern from "robodyn_sim.h" nogil:
     int rd_control(const rd_controller* ctrl, const double* q, const double* qd, const double* q_r,
                    const double* qd_r, const double* qdd_r, double* tau, double* work)
     int rd_step(const rd_model* plant, int integrator, double dt, int substeps, double* q, double* qd,
-                const double* tau, const double* h, double* work)
+                const double* tau, const double* h, double* work, double* qdd0)
     int rd_simulate(const rd_model* plant, const rd_controller* ctrl, const rd_reference* ref,
                     const rd_sim_config* config, const rd_trajectory* out, double* work, long* failed_tick)
     double rd_monotonic()
@@ -614,19 +614,30 @@ cdef class Dynamics:
 
     def step(self, q, qd, tau, h=None, double dt=1e-3, int substeps=1, str integrator="rk4"):
         """Advance the state arrays q and qd in place by ``substeps`` steps of dt, torque and wrench held."""
-        if integrator not in INTEGRATORS:
+        method = INTEGRATORS.get(integrator)
+        if method is None:
             raise ValueError(f"unknown integrator {integrator!r}; expected one of {', '.join(INTEGRATORS)}")
-        cdef cnp.ndarray qa = _checked(q, "q", -1, N, True)
-        cdef cnp.ndarray qda = _checked(qd, "qd", -1, N, True)
-        _check_finite(_data(qa), N, "q")
-        _check_finite(_data(qda), N, "qd")
-        cdef cnp.ndarray taua = _checked(tau, "tau", -1, N, False)
-        cdef cnp.ndarray ha = None if h is None else _checked(h, "h", -1, WRENCH, False)
-        if _overlaps(_data(qa), N, _data(qda), N):
-            raise ValueError("q and qd must not share memory")
-        _check_finite(self._p, NP, "params")
-        cdef int status = rd_step(&self._model, INTEGRATORS[integrator], dt, substeps, _data(qa), _data(qda),
-                                  _data(taua), _data(ha), _data(self._step_work))
+        # Fast path as for the routines: exact, writable, finite ndarrays that do not overlap.
+        cdef double* qp = <double*>_fast_vector(q, N)
+        cdef double* qdp = <double*>_fast_vector(qd, N)
+        cdef const double* taup = _fast_vector(tau, N)
+        cdef const double* hp = NULL if h is None else _fast_vector(h, WRENCH)
+        if (qp == NULL or qdp == NULL or taup == NULL or (h is not None and hp == NULL)
+                or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>q) or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>qd)
+                or _overlaps(qp, N, qdp, N)
+                or not isfinite(_sum(qp, N) + _sum(qdp, N) + _sum(taup, N) + _sum(self._p, NP)
+                                + (0.0 if hp == NULL else _sum(hp, WRENCH)))):
+            qp = _data(_checked(q, "q", -1, N, True))
+            qdp = _data(_checked(qd, "qd", -1, N, True))
+            _check_finite(qp, N, "q")
+            _check_finite(qdp, N, "qd")
+            taup = _data(_checked(tau, "tau", -1, N, False))
+            hp = NULL if h is None else _data(_checked(h, "h", -1, WRENCH, False))
+            if _overlaps(qp, N, qdp, N):
+                raise ValueError("q and qd must not share memory")
+            _check_finite(self._p, NP, "params")
+        cdef int status = rd_step(&self._model, method, dt, substeps, qp, qdp, taup, hp,
+                                  <double*>cnp.PyArray_DATA(self._step_work), NULL)
         if status != RD_OK:
             _raise_status(status, "step")
 
@@ -836,17 +847,19 @@ cdef class ControlLaw:
             qd = _checked(_as_array(qd, "qd"), "qd", -1, N, False)
             qp = _data(q)
             qdp = _data(qd)
+        cdef cnp.npy_intp dims[1]
         if out is None:
-            result = np.empty(N)
+            dims[0] = N
+            result = _empty(1, dims)
         else:
             result = _checked(out, "out", -1, N, True)
             if _overlaps(_data(result), N, qp, N) or _overlaps(_data(result), N, qdp, N):
                 raise ValueError("out: must not share memory with q or qd")
-        tp = _data(result)
-        cdef double* work = _data(self._work)
-        cdef double* rq = _data(self._ref_q)
-        cdef double* rqd = _data(self._ref_qd)
-        cdef double* rqdd = _data(self._ref_qdd)
+        tp = <double*>cnp.PyArray_DATA(result)
+        cdef double* work = <double*>cnp.PyArray_DATA(self._work)
+        cdef double* rq = <double*>cnp.PyArray_DATA(self._ref_q)
+        cdef double* rqd = <double*>cnp.PyArray_DATA(self._ref_qd)
+        cdef double* rqdd = <double*>cnp.PyArray_DATA(self._ref_qdd)
         rd_reference_eval(&self._law.reference, N, t, rq, rqd, rqdd)
         cdef int status = rd_control(&self._law.controller, qp, qdp, rq, rqd, rqdd, tp, work)
         if status != RD_OK:

@@ -172,7 +172,7 @@ int rd_control(const rd_controller *ctrl, const double *q, const double *qd, con
 /* ------------------------------------------------------------------ integrators */
 
 int rd_step(const rd_model *plant, int integrator, double dt, int substeps, double *q, double *qd,
-            const double *tau, const double *h, double *work)
+            const double *tau, const double *h, double *work, double *qdd0)
 {
     int n = plant->n;
     const double *p = plant->p;
@@ -182,19 +182,22 @@ int rd_step(const rd_model *plant, int integrator, double dt, int substeps, doub
 
     if (!(dt > 0.0) || substeps < 1)
         return RD_ERR_ARGUMENT;
+    if (integrator != RD_EULER && integrator != RD_SEMI_IMPLICIT_EULER && integrator != RD_RK4)
+        return RD_ERR_ARGUMENT;
     for (int step = 0; step < substeps; ++step) {
+        /* Every method starts from the acceleration at the current state. */
+        if (plant->forward_dynamics(q, qd, tau, h, p, k1) != 0)
+            return RD_ERR_SINGULAR;
+        if (step == 0 && qdd0 != NULL)
+            memcpy(qdd0, k1, (size_t)n * sizeof(double));
         switch (integrator) {
         case RD_EULER:
-            if (plant->forward_dynamics(q, qd, tau, h, p, k1) != 0)
-                return RD_ERR_SINGULAR;
             for (int i = 0; i < n; ++i) {
                 q[i] += dt * qd[i];
                 qd[i] += dt * k1[i];
             }
             break;
         case RD_SEMI_IMPLICIT_EULER: /* symplectic: the position update uses the new velocity */
-            if (plant->forward_dynamics(q, qd, tau, h, p, k1) != 0)
-                return RD_ERR_SINGULAR;
             for (int i = 0; i < n; ++i) {
                 qd[i] += dt * k1[i];
                 q[i] += dt * qd[i];
@@ -202,8 +205,6 @@ int rd_step(const rd_model *plant, int integrator, double dt, int substeps, doub
             break;
         case RD_RK4: {
             double half = 0.5 * dt;
-            if (plant->forward_dynamics(q, qd, tau, h, p, k1) != 0)
-                return RD_ERR_SINGULAR;
             for (int i = 0; i < n; ++i) {
                 qs[i] = q[i] + half * qd[i];
                 v2[i] = qds[i] = qd[i] + half * k1[i];
@@ -228,8 +229,6 @@ int rd_step(const rd_model *plant, int integrator, double dt, int substeps, doub
             }
             break;
         }
-        default:
-            return RD_ERR_ARGUMENT;
         }
         if (!all_finite(q, n) || !all_finite(qd, n))
             return RD_ERR_NONFINITE;
@@ -299,21 +298,18 @@ int rd_simulate(const rd_model *plant, const rd_controller *ctrl, const rd_refer
         if (k < config->ticks) {
             memcpy(q + n, q, (size_t)n * sizeof(double));
             memcpy(qd + n, qd, (size_t)n * sizeof(double));
-            status = rd_step(plant, config->integrator, dt, config->substeps, q + n, qd + n, applied, h, step_work);
-            if (status != RD_OK)
-                goto fail;
+            status = rd_step(plant, config->integrator, dt, config->substeps, q + n, qd + n, applied, h, step_work,
+                             qdd);
+        } else if (plant->forward_dynamics(q, qd, applied, h, plant->p, qdd) != 0) { /* last sample */
+            status = RD_ERR_SINGULAR;
         }
+        if (status != RD_OK)
+            goto fail;
         if (config->measure_time && out->compute_time)
             out->compute_time[k] = rd_monotonic() - started;
 
-        /* Recording is outside the timed region; the acceleration is recomputed for the record. */
-        if (out->qdd) {
-            if (plant->forward_dynamics(q, qd, applied, h, plant->p, qdd) != 0) {
-                status = RD_ERR_SINGULAR;
-                goto fail;
-            }
+        if (out->qdd)
             memcpy(out->qdd + k * n, qdd, (size_t)n * sizeof(double));
-        }
         if (out->tau)
             memcpy(out->tau + k * n, tau, (size_t)n * sizeof(double));
         if (out->q_ref) {

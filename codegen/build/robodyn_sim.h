@@ -115,9 +115,10 @@ void rd_reference_eval(const rd_reference *ref, int n, double t, double *q, doub
 int rd_control(const rd_controller *ctrl, const double *q, const double *qd, const double *q_r,
                const double *qd_r, const double *qdd_r, double *tau, double *work);
 
-/* Advance (q, qd) in place by `substeps` steps of dt under constant tau and wrench h (may be NULL). */
+/* Advance (q, qd) in place by `substeps` steps of dt under constant tau and wrench h (may be NULL).
+ * qdd0 (may be NULL) receives the acceleration at the initial state, which every method computes. */
 int rd_step(const rd_model *plant, int integrator, double dt, int substeps, double *q, double *qd,
-            const double *tau, const double *h, double *work);
+            const double *tau, const double *h, double *work, double *qdd0);
 
 /* Whole-horizon closed-loop simulation; on failure *failed_tick is the tick at which it stopped
  * (rows after it are unset). */

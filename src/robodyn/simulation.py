@@ -147,16 +147,19 @@ class SimulatedPlant:
     def read(self) -> tuple[np.ndarray, np.ndarray]:
         return self.q.copy(), self.qd.copy()
 
-    def applied_torque(self, tau: np.ndarray, k: int) -> np.ndarray:
-        disturbance = self.disturbance.at(k)
-        tau = np.ascontiguousarray(tau, dtype=np.float64)
+    def applied_torque(self, tau, k: int) -> np.ndarray:
+        """The controller's torque plus the disturbance at tick k (tau itself when there is none)."""
+        if type(tau) is not np.ndarray or tau.dtype != np.float64 or not tau.flags.c_contiguous:
+            tau = np.ascontiguousarray(tau, dtype=np.float64)
         if tau.shape != (self.n,):
             raise ValueError(f"tau: expected shape ({self.n},), got {tau.shape}")
-        return tau if disturbance is None else tau + disturbance
+        if not self.disturbance.present:
+            return tau
+        return tau + self.disturbance.at(k)
 
     def write(self, tau) -> None:
         applied = self.applied_torque(tau, self.tick)
-        h = self.wrench.at(self.tick)
+        h = self.wrench.at(self.tick) if self.wrench.present else None
         if self.compiled:
             self.robot._dynamics.step(self.q, self.qd, applied, h, self.period / self.substeps, self.substeps,
                                       self.integrator)
@@ -305,8 +308,16 @@ class Harness:
             raise ValueError(f"the simulated plant steps {plant.period:g} s per write, the harness period is "
                              f"{self.period:g} s")
 
-    def run(self, duration: float | None = None, *, ticks: int | None = None, realtime: bool = False) -> Trajectory:
-        """Run ``duration`` seconds (rounded to whole periods) or ``ticks`` periods."""
+    def run(self, duration: float | None = None, *, ticks: int | None = None, realtime: bool = False,
+            spin: float = 2e-4) -> Trajectory:
+        """Run ``duration`` seconds (rounded to whole periods) or ``ticks`` periods.
+
+        Real-time mode sleeps until ``spin`` seconds before each deadline and busy-waits the rest:
+        a sleeping thread wakes 50-100 us late here (and with cold caches), so spinning trades
+        CPU time for jitter. ``spin=0`` only sleeps.
+        """
+        if not 0.0 <= spin < self.period:
+            raise ValueError(f"spin must be in [0, period), got {spin}")
         if ticks is None:
             if duration is None or not duration >= 0.0:
                 raise ValueError("give a non-negative duration or a number of ticks")
@@ -317,7 +328,7 @@ class Harness:
         if (not realtime and isinstance(plant, SimulatedPlant) and plant.compiled
                 and isinstance(controller, BuiltinController)):
             return self._run_compiled(ticks)
-        return self._run_ticks(ticks, realtime)
+        return self._run_ticks(ticks, realtime, spin)
 
     # -- whole horizon in C ---------------------------------------------------
     def _run_compiled(self, ticks: int) -> Trajectory:
@@ -349,7 +360,7 @@ class Harness:
         return Trajectory(t, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, stats, plant.robot.copy())
 
     # -- tick by tick in Python (any plant, any controller, real time) --------
-    def _run_ticks(self, ticks: int, realtime: bool) -> Trajectory:
+    def _run_ticks(self, ticks: int, realtime: bool, spin: float) -> Trajectory:
         plant, controller, period = self.plant, self.controller, self.period
         n, rows = plant.n, ticks + 1
         q, qd, tau = np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n))
@@ -364,9 +375,11 @@ class Harness:
                 if realtime:
                     deadline = origin + k * period
                     now = clock()
-                    if now < deadline:
-                        time.sleep(deadline - now)
+                    if now < deadline - spin:
+                        time.sleep(deadline - spin - now)
                     tick_start = clock()
+                    while tick_start < deadline:
+                        tick_start = clock()
                     lateness[k] = tick_start - deadline
                 else:
                     tick_start = clock()
@@ -433,16 +446,17 @@ class _timer_slack:
 
 def simulate(robot, controller=None, *, duration: float, rate: float = 1000.0, q0=None, qd0=None,
              integrator: str = "rk4", substeps: int = 1, disturbance=None, wrench=None, realtime: bool = False,
-             rtol: float = 1e-9, atol: float = 1e-11) -> Trajectory:
+             spin: float = 2e-4, rtol: float = 1e-9, atol: float = 1e-11) -> Trajectory:
     """Simulate ``robot`` under ``controller`` (None: free motion) for ``duration`` seconds.
 
     ``controller`` is a built-in controller (robodyn.control) or any callable
-    ``tau = f(t, q, qd)``. ``q0``/``qd0`` default to zero. See the module docstring
-    for integrators, disturbances and real-time pacing.
+    ``tau = f(t, q, qd)``. ``q0``/``qd0`` default to zero. ``spin``: see ``Harness.run``
+    (capped at half a period). See the module docstring for integrators, disturbances and
+    real-time pacing.
     """
     if controller is None:
         controller = NoControl(robot)
     period = 1.0 / rate
     plant = SimulatedPlant(robot, period, q0, qd0, integrator=integrator, substeps=substeps,
                            disturbance=disturbance, wrench=wrench, rtol=rtol, atol=atol)
-    return Harness(plant, controller, rate).run(duration, realtime=realtime)
+    return Harness(plant, controller, rate).run(duration, realtime=realtime, spin=min(spin, 0.5 / rate))
