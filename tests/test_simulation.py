@@ -384,7 +384,7 @@ def test_realtime_mode_paces_to_the_clock(load):
     trajectory = simulate(robot, ComputedTorque(robot.copy(), MOTION["rr"]), duration=0.2, rate=500,
                           realtime=True)
     loop = trajectory.summary()["loop"]
-    assert loop["realtime"] and loop["ticks"] == 101
+    assert loop["realtime"] and loop["ticks"] == 100 and len(trajectory.t) == 101
     assert loop["wall_time_s"] >= 0.2
     assert loop["jitter_p99_s"] is not None and np.all(np.isfinite(trajectory.loop.lateness))
     assert 0 <= loop["missed_deadlines"] <= 101
@@ -400,6 +400,101 @@ def test_cross_model_controller_from_another_module(load, cache_dir):
     a = simulate(robot, SlotineLi(other, MOTION["rr"]), duration=0.5)
     b = simulate(robot, SlotineLi(robot.copy(), MOTION["rr"]), duration=0.5)
     np.testing.assert_allclose(a.q, b.q, rtol=1e-10, atol=1e-12)
+
+
+class _BufferReusingPlant(_LoggingPlant):
+    """Like a hardware driver that returns its own buffers from read()."""
+
+    def __init__(self, inner):
+        super().__init__(inner)
+        self.q, self.qd = np.empty(inner.n), np.empty(inner.n)
+
+    def read(self):
+        self.q[:], self.qd[:] = self.inner.read()
+        return self.q, self.qd
+
+
+def test_harness_records_the_state_read_not_a_reused_buffer(load):
+    robot = load("rr")
+    controller = PD(robot.copy(), Hold([0.5, 0.5]))
+    reused = Harness(_BufferReusingPlant(SimulatedPlant(robot, 1e-3)), controller, 1000).run(0.05)
+    np.testing.assert_array_equal(reused.q, simulate(robot, controller, duration=0.05).q)
+
+
+def test_disturbance_function_is_sampled_once_per_tick_and_recorded_as_applied(load):
+    robot = load("rr")
+    rng = np.random.default_rng(9)
+    calls = []
+
+    def noise(t):
+        calls.append(t)
+        return rng.normal(0.0, 50.0, 2)
+
+    controller = PD(robot.copy(), Hold([0.2, 0.1]))
+    trajectory = simulate(robot, FunctionController(controller, controller.reference), duration=0.01,
+                          disturbance=noise)
+    assert len(calls) == 11  # ten writes and the last sample
+    applied = trajectory.tau + np.array([noise_value for noise_value in _replay(9, 11)])
+    np.testing.assert_allclose(trajectory.qdd, robot.forward_dynamics(trajectory.q, trajectory.qd, applied),
+                               rtol=1e-13, atol=1e-9)
+
+
+def _replay(seed, count):
+    rng = np.random.default_rng(seed)
+    return [rng.normal(0.0, 50.0, 2) for _ in range(count)]
+
+
+def test_subclassed_builtin_controller_runs_its_own_call(load):
+    robot = load("rr")
+
+    class FeedForward(PD):
+        def __call__(self, t, q, qd, out=None):
+            return super().__call__(t, q, qd) + 1000.0
+
+    trajectory = simulate(robot, FeedForward(robot.copy(), Hold([0.0, 0.0])), duration=0.01)
+    np.testing.assert_array_equal(trajectory.tau[0], [1000.0, 1000.0])
+    with pytest.raises(AttributeError):
+        trajectory_controller = PD(robot, Hold([0.0, 0.0]))
+        trajectory_controller.kp = np.ones(2)  # gains are fixed once the law is built
+
+
+def test_a_simulated_plant_serves_one_run_and_fast_rates_work(load):
+    robot = load("rr")
+    harness = Harness(SimulatedPlant(robot, 1e-4), PD(robot.copy(), Hold([0.1, 0.1])), 10_000)
+    assert harness.run(0.01).q.shape == (101, 2)
+    with pytest.raises(ValueError, match="already run"):
+        harness.run(0.01)
+    with pytest.raises(ValueError, match="rows"):  # refused before running, not after
+        simulate(robot, duration=1.0, disturbance=np.zeros((1000, 2)))
+
+
+def test_capsule_keeps_its_law_alive_and_low_level_checks(load):
+    import gc
+
+    robot = load("rr")
+    dynamics = robot._dynamics
+    capsule = dynamics.control_law("pd", kp=np.ones(2), kd=np.ones(2), a=np.full(2, 0.3)).capsule()
+    gc.collect()  # the ControlLaw object has no other reference now
+    q, qd = np.zeros((11, 2)), np.zeros((11, 2))
+    dynamics.simulate(capsule, q, qd, None, None, None, None, None, None, 1e-3)
+    law = dynamics.control_law("pd", kp=np.ones(2), kd=np.ones(2), a=np.full(2, 0.3))
+    q_live, qd_live = np.zeros((11, 2)), np.zeros((11, 2))
+    dynamics.simulate(law.capsule(), q_live, qd_live, None, None, None, None, None, None, 1e-3)
+    np.testing.assert_array_equal(q, q_live)
+    with pytest.raises(TypeError):
+        type(dynamics.control_law("none", a=np.zeros(2)))(None, "pd", np.ones(2), np.ones(2), None, "hold",
+                                                          0.0, 0.0, np.zeros(2), None, None, None)
+    with pytest.raises(ValueError, match="tau_limit"):
+        dynamics.control_law("pd", kp=np.ones(2), kd=np.ones(2), tau_limit=-np.ones(2), a=np.zeros(2))
+    with pytest.raises(ValueError, match="share memory"):
+        dynamics.simulate(capsule, q, qd, None, None, None, None, None, q.reshape(-1)[11:], 1e-3)
+    with pytest.raises(ValueError, match="finite"):
+        dynamics.step(np.zeros(2), np.zeros(2), np.zeros(2), dt=np.inf)
+    with pytest.raises(ValueError, match="finite"):
+        Quintic([0.0], [1.0], duration=1.0, t0=np.nan)
+    step = Step([0.0, 0.0], [1.0, 1.0], time=0.5)
+    with pytest.raises(ValueError):
+        step.goal[0] = 50.0  # references are immutable: a live controller shares the buffer
 
 
 # ---------------------------------------------------------------- errors

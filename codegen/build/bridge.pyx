@@ -35,7 +35,9 @@ from libc.stdint cimport uintptr_t
 
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF
-from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer, PyCapsule_IsValid
+from cpython.pycapsule cimport (PyCapsule_Destructor, PyCapsule_GetContext, PyCapsule_GetPointer,
+                                PyCapsule_IsValid, PyCapsule_New, PyCapsule_SetContext)
+from cpython.ref cimport PyObject, Py_XDECREF
 
 cimport robot_api as api
 cdef extern from "robodyn_sim.h" nogil:
@@ -102,7 +104,6 @@ cdef extern from "robodyn_sim.h" nogil:
     int rd_simulate(const rd_model* plant, const rd_controller* ctrl, const rd_reference* ref,
                     const rd_sim_config* config, const rd_trajectory* out, double* work, long* failed_tick)
     double rd_monotonic()
-    void rd_sleep_until(double t)
 
 
 
@@ -617,6 +618,8 @@ cdef class Dynamics:
         method = INTEGRATORS.get(integrator)
         if method is None:
             raise ValueError(f"unknown integrator {integrator!r}; expected one of {', '.join(INTEGRATORS)}")
+        if not (dt > 0.0 and isfinite(dt)) or substeps < 1:
+            raise ValueError("dt must be positive and finite and substeps at least 1")
         # Fast path as for the routines: exact, writable, finite ndarrays that do not overlap.
         cdef double* qp = <double*>_fast_vector(q, N)
         cdef double* qdp = <double*>_fast_vector(qd, N)
@@ -658,8 +661,8 @@ cdef class Dynamics:
         cdef rd_law* c_law = <rd_law*>PyCapsule_GetPointer(law, _LAW_CAPSULE)
         if c_law.controller.model.n != N:
             raise ValueError(f"law: its model has {c_law.controller.model.n} joints, this robot {N}")
-        if not period > 0.0 or substeps < 1:
-            raise ValueError("period must be positive and substeps at least 1")
+        if not (period > 0.0 and isfinite(period)) or substeps < 1:
+            raise ValueError("period must be positive and finite and substeps at least 1")
         if not cnp.PyArray_Check(q) or cnp.PyArray_NDIM(<cnp.ndarray>q) != 2:
             raise ValueError("q: expected an array of shape (ticks + 1, n)")
         cdef Py_ssize_t rows = cnp.PyArray_DIM(<cnp.ndarray>q, 0)
@@ -676,7 +679,7 @@ cdef class Dynamics:
         if compute_time is not None:
             times = _checked(compute_time.reshape(rows, 1) if cnp.PyArray_Check(compute_time) else compute_time,
                              "compute_time", rows, 1, True)
-        views = [a for a in arrays if a is not None]
+        views = [a for a in arrays if a is not None] + ([] if times is None else [times])
         for i in range(len(views)):
             for j in range(i + 1, len(views)):
                 if np.shares_memory(views[i], views[j]):
@@ -734,17 +737,6 @@ CONTROLLERS = {"none": RD_CTRL_NONE, "pd": RD_CTRL_PD, "pd-gravity": RD_CTRL_PD_
 REFERENCES = {"hold": RD_REF_HOLD, "step": RD_REF_STEP, "sine": RD_REF_SINE, "quintic": RD_REF_QUINTIC}
 
 
-def monotonic():
-    """CLOCK_MONOTONIC in seconds (the clock of time.monotonic on Linux)."""
-    return rd_monotonic()
-
-
-def sleep_until(double t):
-    """Sleep, without the GIL, until the monotonic clock reads t (an absolute deadline)."""
-    with nogil:
-        rd_sleep_until(t)
-
-
 cdef cnp.ndarray _checked(object x, str name, Py_ssize_t rows, Py_ssize_t width, bint writable):
     """x as a float64 array of shape (width,) if rows < 0, else (rows, width); finite unless writable."""
     if not cnp.PyArray_Check(x):
@@ -772,6 +764,11 @@ cdef object _raise_status(int status, str where):
     raise ValueError(f"{where}: invalid argument (integrator, controller kind or step)")
 
 
+cdef void _release_law(object capsule) noexcept:
+    """Capsule destructor: drop the reference to the ControlLaw that owns the C structs."""
+    Py_XDECREF(<PyObject*>PyCapsule_GetContext(capsule))
+
+
 @cython.final
 cdef class ControlLaw:
     """A built-in control law bound to its model and reference, evaluated in C.
@@ -785,7 +782,7 @@ cdef class ControlLaw:
     cdef cnp.ndarray _work
     cdef cnp.ndarray _ref_q, _ref_qd, _ref_qdd
 
-    def __cinit__(self, Dynamics model, str controller, kp, kd, tau_limit, str reference, double t0,
+    def __cinit__(self, Dynamics model not None, str controller, kp, kd, tau_limit, str reference, double t0,
                   double duration, a, b, omega, phase, bint friction_at_reference=False):
         if controller not in CONTROLLERS:
             raise ValueError(f"unknown controller {controller!r}; expected one of {', '.join(CONTROLLERS)}")
@@ -799,6 +796,9 @@ cdef class ControlLaw:
                             ("omega", omega), ("phase", phase)):
             arrays.append(None if value is None else _checked(value, name, -1, N, False))
         self._arrays = tuple(arrays)
+        for name, array in zip(("kp", "kd", "tau_limit"), arrays[:3]):
+            if array is not None and np.any(array < 0.0):
+                raise ValueError(f"{name}: must be non-negative")
         if self._law.controller.kind != RD_CTRL_NONE and (arrays[0] is None or arrays[1] is None):
             raise ValueError(f"controller {controller!r} needs both gain vectors")
         self._law.controller.kp = _data(arrays[0])
@@ -825,8 +825,11 @@ cdef class ControlLaw:
         self._ref_qdd = np.zeros(N)
 
     def capsule(self):
-        """The C law (rd_law*) for another robot module's simulate(); valid while this object lives."""
-        return PyCapsule_New(&self._law, _LAW_CAPSULE, NULL)
+        """The C law (rd_law*) for a robot module's simulate(); the capsule keeps this law alive."""
+        capsule = PyCapsule_New(&self._law, _LAW_CAPSULE, <PyCapsule_Destructor>_release_law)
+        Py_INCREF(self)
+        PyCapsule_SetContext(capsule, <void*>self)
+        return capsule
 
     def reference(self, double t):
         """(q_r, qd_r, qdd_r) at time t, as new arrays."""

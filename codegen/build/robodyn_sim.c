@@ -5,7 +5,6 @@
 
 #include "robodyn_sim.h"
 
-#include <errno.h>
 #include <math.h>
 #include <string.h>
 #include <time.h>
@@ -243,22 +242,6 @@ double rd_monotonic(void)
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
-}
-
-void rd_sleep_until(double t)
-{
-    struct timespec deadline;
-    if (!(t > 0.0))
-        return;
-    deadline.tv_sec = (time_t)t;
-    deadline.tv_nsec = (long)((t - (double)deadline.tv_sec) * 1e9);
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec += 1;
-        deadline.tv_nsec -= 1000000000L;
-    }
-    /* Absolute deadline: an interrupted sleep resumes towards the same instant. */
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, NULL) == EINTR) {
-    }
 }
 
 /* ------------------------------------------------------------------ closed loop */

@@ -120,14 +120,14 @@ int rd_control(const rd_controller *ctrl, const double *q, const double *qd, con
 int rd_step(const rd_model *plant, int integrator, double dt, int substeps, double *q, double *qd,
             const double *tau, const double *h, double *work, double *qdd0);
 
-/* Whole-horizon closed-loop simulation; on failure *failed_tick is the tick at which it stopped
- * (rows after it are unset). */
+/* Whole-horizon closed-loop simulation; on failure *failed_tick is the tick at which it stopped:
+ * rows before it are complete, row k's outputs other than q and qd are unset, and later rows may
+ * hold partial values. */
 int rd_simulate(const rd_model *plant, const rd_controller *ctrl, const rd_reference *ref,
                 const rd_sim_config *config, const rd_trajectory *out, double *work, long *failed_tick);
 
-/* CLOCK_MONOTONIC in seconds, and an absolute sleep on it (returns at once if t is past). */
+/* CLOCK_MONOTONIC in seconds (per-tick compute time). */
 double rd_monotonic(void);
-void rd_sleep_until(double t);
 
 #ifdef __cplusplus
 }

@@ -149,7 +149,7 @@ def simulate_command(args) -> int:
     summary = trajectory.summary(robot)
     summary.update(controller=args.controller, reference=None if args.controller == "none" else args.reference,
                    integrator=args.integrator, substeps=args.substeps, rate_hz=args.rate,
-                   gains={"kp": controller.kp.tolist(), "kd": controller.kd.tolist()})
+                   gains=_gains(controller))
     if not args.quiet:
         _print_summary(summary)
     if args.json:
@@ -164,6 +164,14 @@ def simulate_command(args) -> int:
         if not args.quiet:
             print(f"plot written to {args.plot}")
     return 0
+
+
+def _gains(controller) -> dict:
+    if controller.law == "none":
+        return {}
+    if controller.law == "slotine-li":
+        return {"lambda": controller.kp.tolist(), "k": controller.kd.tolist()}
+    return {"kp": controller.kp.tolist(), "kd": controller.kd.tolist()}
 
 
 def _print_summary(summary: dict) -> None:
@@ -229,13 +237,13 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.command == "simulate":
-            if not (args.duration > 0 and args.rate > 0 and args.substeps >= 1):
-                parser.error("--duration and --rate must be positive and --substeps at least 1")
+            if not (0 < args.duration < 1e7 and 0 < args.rate < 1e7 and args.substeps >= 1):
+                parser.error("--duration and --rate must be positive and finite and --substeps at least 1")
             return simulate_command(args)
         return demo(args.description, args.cache_dir)
     except CodegenError as exc:
         return report(exc)
-    except (ValueError, KeyError, TypeError, FloatingPointError, ImportError) as exc:
+    except (ValueError, KeyError, TypeError, FloatingPointError, ImportError, MemoryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 

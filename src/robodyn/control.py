@@ -65,7 +65,11 @@ def _gain(value, name: str, n: int) -> np.ndarray:
 
 
 class BuiltinController(Controller):
-    """A control law evaluated in C, bound to a model and a reference."""
+    """A control law evaluated in C, bound to a model and a reference.
+
+    Gains, reference and model are fixed when the law is built (read-only attributes):
+    build a new controller to change them. Model *parameter values* stay live.
+    """
 
     law: str = ""
 
@@ -77,15 +81,22 @@ class BuiltinController(Controller):
             reference = Hold(np.zeros(n))
         if reference.n != n:
             raise ValueError(f"reference has {reference.n} joints, the model {n}")
-        self.model = model
-        self.reference = reference
-        self.kp = _gain(kp, "kp", n)
-        self.kd = _gain(kd, "kd", n)
-        self.tau_limit = None if tau_limit is None else _gain(tau_limit, "tau_limit", n)
-        self.friction = friction
-        self._law = model._dynamics.control_law(self.law, kp=self.kp, kd=self.kd, tau_limit=self.tau_limit,
+        self._model = model
+        self._reference = reference
+        self._kp = _gain(kp, "kp", n)
+        self._kd = _gain(kd, "kd", n)
+        self._tau_limit = None if tau_limit is None else _gain(tau_limit, "tau_limit", n)
+        self._friction = friction
+        self._law = model._dynamics.control_law(self.law, kp=self._kp, kd=self._kd, tau_limit=self._tau_limit,
                                                 friction_at_reference=friction == "reference",
                                                 **reference.c_arguments())
+
+    model = property(lambda self: self._model, doc="The robot whose model terms the law uses.")
+    reference = property(lambda self: self._reference, doc="The tracked reference (None for NoControl).")
+    kp = property(lambda self: self._kp, doc="First gain vector (Kp; Λ for Slotine-Li).")
+    kd = property(lambda self: self._kd, doc="Second gain vector (Kd; K for Slotine-Li).")
+    tau_limit = property(lambda self: self._tau_limit, doc="Per-joint torque saturation, or None.")
+    friction = property(lambda self: self._friction, doc='Where friction is compensated: "measured" or "reference".')
 
     def __call__(self, t, q, qd, out=None):
         """Torque at time t for the measured state; ``out`` receives it if given."""
@@ -112,7 +123,7 @@ class NoControl(BuiltinController):
 
     def __init__(self, model):
         super().__init__(model, None, 0.0, 0.0)
-        self.reference = None  # nothing is tracked
+        self._reference = None  # nothing is tracked
 
 
 class PD(BuiltinController):

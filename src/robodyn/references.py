@@ -27,6 +27,20 @@ def _vector(value, name: str, n: int | None = None) -> np.ndarray:
     return array
 
 
+def _per_joint(value, name: str, n: int) -> np.ndarray:
+    """A scalar or n values, as a read-only vector of n."""
+    array = np.array(np.broadcast_to(_vector(value, name, n), (n,)))
+    array.setflags(write=False)
+    return array
+
+
+def _time(value, name: str) -> float:
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name}: must be finite, got {value}")
+    return value
+
+
 class Reference:
     """Base class: ``evaluate(t)`` returns (q, qd, qdd) for a scalar t (shape (n,)) or an array of
     times (shape (len(t), n)); ``n`` is the number of joints."""
@@ -82,8 +96,8 @@ class Step(Reference):
 
     def __post_init__(self):
         object.__setattr__(self, "start", _vector(self.start, "start"))
-        object.__setattr__(self, "goal", _vector(self.goal, "goal", self.start.shape[0]) * np.ones(self.n))
-        object.__setattr__(self, "time", float(self.time))
+        object.__setattr__(self, "goal", _per_joint(self.goal, "goal", self.n))
+        object.__setattr__(self, "time", _time(self.time, "time"))
 
     @property
     def n(self) -> int:
@@ -113,9 +127,7 @@ class Sine(Reference):
         n = centre.shape[0]
         object.__setattr__(self, "centre", centre)
         for name in ("amplitude", "frequency", "phase"):
-            value = _vector(getattr(self, name), name, n) * np.ones(n)
-            value.setflags(write=False)
-            object.__setattr__(self, name, value)
+            object.__setattr__(self, name, _per_joint(getattr(self, name), name, n))
 
     @property
     def n(self) -> int:
@@ -146,13 +158,12 @@ class Quintic(Reference):
 
     def __post_init__(self):
         object.__setattr__(self, "start", _vector(self.start, "start"))
-        goal = _vector(self.goal, "goal", self.n) * np.ones(self.n)
-        goal.setflags(write=False)
-        object.__setattr__(self, "goal", goal)
-        if not float(self.duration) > 0.0:
+        object.__setattr__(self, "goal", _per_joint(self.goal, "goal", self.n))
+        duration = _time(self.duration, "duration")
+        if not duration > 0.0:
             raise ValueError(f"duration must be positive, got {self.duration}")
-        object.__setattr__(self, "duration", float(self.duration))
-        object.__setattr__(self, "t0", float(self.t0))
+        object.__setattr__(self, "duration", duration)
+        object.__setattr__(self, "t0", _time(self.t0, "t0"))
 
     @property
     def n(self) -> int:

@@ -79,6 +79,11 @@ class _Schedule:
     def present(self) -> bool:
         return self.function is not None or self.array is not None
 
+    def require(self, count: int) -> None:
+        """Refuse, before a run starts, a per-sample array too short for ``count`` samples."""
+        if self.array is not None and self.array.ndim == 2 and self.array.shape[0] < count:
+            raise ValueError(f"{self.name}: has {self.array.shape[0]} rows, the run needs one per sample: {count}")
+
     def at(self, k: int) -> np.ndarray | None:
         if self.function is not None:
             return self._call(k * self.period)
@@ -134,6 +139,9 @@ class SimulatedPlant:
         self.tick = 0
         self.disturbance = _Schedule(disturbance, self.n, "disturbance", self.period)
         self.wrench = _Schedule(wrench, 6, "wrench", self.period)
+        # What the last write applied (a disturbance function is sampled once per tick).
+        self.last_applied: np.ndarray | None = None
+        self.last_wrench: np.ndarray | None = None
 
     @property
     def t(self) -> float:
@@ -165,6 +173,7 @@ class SimulatedPlant:
                                       self.integrator)
         else:
             self._ivp_step(applied, h)
+        self.last_applied, self.last_wrench = applied, h
         self.tick += 1
 
     def _ivp_step(self, tau: np.ndarray, h: np.ndarray | None) -> None:
@@ -218,7 +227,7 @@ class LoopStats:
         return {
             "period_s": self.period,
             "realtime": self.realtime,
-            "ticks": int(len(self.compute)),
+            "ticks": int(len(self.compute)) - 1,  # control periods; one more sample than ticks
             "wall_time_s": self.wall_time,
             "compute_mean_s": stat(self.compute, np.mean),
             "compute_p99_s": stat(self.compute, lambda v: np.percentile(v, 99)),
@@ -267,13 +276,17 @@ class Trajectory:
         return robot.kinetic_energy(self.q, self.qd) + robot.potential_energy(self.q)
 
     def energy_drift_rel(self, robot=None) -> float:
-        """max |E(t) - E(0)| over the run, divided by max(|E(0)|, max kinetic energy): the relative
-        change of the total energy (zero for an exact free motion without friction)."""
+        """max |E(t) - E(0)| over the run relative to the energy that moved: max(max kinetic energy,
+        range of potential energy), which unlike E(0) does not depend on where potential energy is
+        zero. Zero for an exact free motion without friction; under control the controller's work
+        changes E too, so it is only a drift with no torque."""
         robot = self._plant(robot)
         kinetic = robot.kinetic_energy(self.q, self.qd)
-        total = kinetic + robot.potential_energy(self.q)
-        scale = max(abs(total[0]), float(np.max(kinetic)), np.finfo(float).tiny)
-        return float(np.max(np.abs(total - total[0])) / scale)
+        potential = robot.potential_energy(self.q)
+        total = kinetic + potential
+        drift = float(np.max(np.abs(total - total[0])))
+        scale = max(float(np.max(kinetic)), float(np.ptp(potential)))
+        return 0.0 if drift == 0.0 else drift / max(scale, np.finfo(float).tiny)
 
     def summary(self, robot=None) -> dict:
         """The figures of ``python -m robodyn simulate --json``."""
@@ -310,23 +323,31 @@ class Harness:
 
     def run(self, duration: float | None = None, *, ticks: int | None = None, realtime: bool = False,
             spin: float = 2e-4) -> Trajectory:
-        """Run ``duration`` seconds (rounded to whole periods) or ``ticks`` periods.
+        """Run ``duration`` seconds (rounded to whole periods) or ``ticks`` periods; the controller's
+        time starts at 0 on each run (a SimulatedPlant serves one run).
 
         Real-time mode sleeps until ``spin`` seconds before each deadline and busy-waits the rest:
         a sleeping thread wakes 50-100 us late here (and with cold caches), so spinning trades
         CPU time for jitter. ``spin=0`` only sleeps.
         """
-        if not 0.0 <= spin < self.period:
+        if realtime and not 0.0 <= spin < self.period:
             raise ValueError(f"spin must be in [0, period), got {spin}")
         if ticks is None:
-            if duration is None or not duration >= 0.0:
-                raise ValueError("give a non-negative duration or a number of ticks")
+            if duration is None or not (duration >= 0.0 and math.isfinite(duration)):
+                raise ValueError("give a finite, non-negative duration or a number of ticks")
             ticks = int(round(duration * self.rate))
         if ticks < 0:
             raise ValueError("ticks must be non-negative")
         plant, controller = self.plant, self.controller
+        if isinstance(plant, SimulatedPlant):
+            if plant.tick != 0:
+                raise ValueError("this SimulatedPlant has already run; use a new one for each run")
+            plant.disturbance.require(ticks + 1)
+            plant.wrench.require(ticks + 1)
+        # The C loop runs the law built into a BuiltinController; a subclass overriding __call__ needs Python.
         if (not realtime and isinstance(plant, SimulatedPlant) and plant.compiled
-                and isinstance(controller, BuiltinController)):
+                and isinstance(controller, BuiltinController)
+                and type(controller).__call__ is BuiltinController.__call__):
             return self._run_compiled(ticks)
         return self._run_ticks(ticks, realtime, spin)
 
@@ -344,8 +365,6 @@ class Harness:
             q_ref, qd_ref, qdd_ref = np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n))
         compute = np.empty(rows)
         start = plant.tick
-        if start != 0:
-            raise ValueError("the compiled loop starts at t = 0; use a new SimulatedPlant for each run")
         disturbance = plant.disturbance.rows(start, rows)
         wrench = plant.wrench.rows(start, rows)
         law = controller.capsule()
@@ -364,6 +383,9 @@ class Harness:
         plant, controller, period = self.plant, self.controller, self.period
         n, rows = plant.n, ticks + 1
         q, qd, tau = np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n))
+        simulated = isinstance(plant, SimulatedPlant)
+        applied = np.empty((rows, n)) if simulated else None
+        wrench = np.zeros((rows, 6)) if simulated and plant.wrench.present else None
         compute = np.empty(rows)
         lateness = np.empty(rows) if realtime else None
         missed = 0
@@ -383,13 +405,20 @@ class Harness:
                     lateness[k] = tick_start - deadline
                 else:
                     tick_start = clock()
-                state_q, state_qd = plant.read()
-                torque = controller(k * period, state_q, state_qd)
+                q[k], qd[k] = state = plant.read()  # stored now: a driver may reuse its buffers
+                torque = controller(k * period, *state)
+                if np.shape(torque) != (n,):
+                    raise ValueError(f"controller returned tau of shape {np.shape(torque)} at t = {k * period:g} s, "
+                                     f"expected ({n},)")
+                tau[k] = torque
                 if k < ticks:
                     plant.write(torque)
                 tick_end = clock()
                 compute[k] = tick_end - tick_start
-                q[k], qd[k], tau[k] = state_q, state_qd, torque
+                if simulated and k < ticks:
+                    applied[k] = plant.last_applied
+                    if wrench is not None:
+                        wrench[k] = plant.last_wrench
                 if realtime and tick_end > origin + (k + 1) * period:
                     missed += 1
         wall = time.perf_counter() - began
@@ -398,21 +427,16 @@ class Harness:
         stats = LoopStats(period, realtime, compute, lateness, missed, wall)
         t = np.arange(rows) * period
         qdd = None
-        if isinstance(plant, SimulatedPlant):
-            start = plant.tick - ticks
-            applied = tau.copy()
-            disturbance = plant.disturbance.rows(start, rows)
-            if disturbance is not None:
-                applied += disturbance
-            wrench = plant.wrench.rows(start, rows)
-            if wrench is not None and wrench.ndim == 1:
-                wrench = np.ascontiguousarray(np.broadcast_to(wrench, (rows, 6)))
+        if simulated:  # accelerations under what was applied; the last sample's inputs are sampled now
+            applied[ticks] = plant.applied_torque(tau[ticks], plant.tick)
+            if wrench is not None:
+                wrench[ticks] = plant.wrench.at(plant.tick)
             qdd = plant.robot.forward_dynamics(q, qd, applied, wrench)
         reference = getattr(controller, "reference", None)
         q_ref = qd_ref = qdd_ref = None
         if isinstance(reference, Reference):
             q_ref, qd_ref, qdd_ref = reference.evaluate(t)
-        robot = plant.robot.copy() if isinstance(plant, SimulatedPlant) else None
+        robot = plant.robot.copy() if simulated else None
         return Trajectory(t, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, stats, robot)
 
 
