@@ -142,6 +142,9 @@ class SimulatedPlant:
         # What the last write applied (a disturbance function is sampled once per tick).
         self.last_applied: np.ndarray | None = None
         self.last_wrench: np.ndarray | None = None
+        # Per-write constants: write() runs at every tick of a Python loop.
+        self._step = robot._dynamics.step if self.compiled else None
+        self._dt = self.period / self.substeps
 
     @property
     def t(self) -> float:
@@ -166,11 +169,14 @@ class SimulatedPlant:
         return tau + self.disturbance.at(k)
 
     def write(self, tau) -> None:
-        applied = self.applied_torque(tau, self.tick)
-        h = self.wrench.at(self.tick) if self.wrench.present else None
-        if self.compiled:
-            self.robot._dynamics.step(self.q, self.qd, applied, h, self.period / self.substeps, self.substeps,
-                                      self.integrator)
+        # An ndarray goes straight to the compiled step, which checks it (dtype, shape, finite).
+        if type(tau) is np.ndarray and self.disturbance.array is None and self.disturbance.function is None:
+            applied = tau
+        else:
+            applied = self.applied_torque(tau, self.tick)
+        h = None if self.wrench.array is None and self.wrench.function is None else self.wrench.at(self.tick)
+        if self._step is not None:
+            self._step(self.q, self.qd, applied, h, self._dt, self.substeps, self.integrator)
         else:
             self._ivp_step(applied, h)
         self.last_applied, self.last_wrench = applied, h
@@ -407,7 +413,7 @@ class Harness:
                     tick_start = clock()
                 q[k], qd[k] = state = plant.read()  # stored now: a driver may reuse its buffers
                 torque = controller(k * period, *state)
-                if np.shape(torque) != (n,):
+                if getattr(torque, "shape", None) != (n,) and np.shape(torque) != (n,):
                     raise ValueError(f"controller returned tau of shape {np.shape(torque)} at t = {k * period:g} s, "
                                      f"expected ({n},)")
                 tau[k] = torque
