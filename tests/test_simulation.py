@@ -545,6 +545,25 @@ def test_compiled_loop_releases_the_gil(load):
     assert count > 0.35 * alone * elapsed, (count, alone, elapsed)
 
 
+def test_ctrl_c_stops_a_long_compiled_run(load):
+    """The C loop runs in chunks and checks for signals in between (like Ctrl-C)."""
+    import _thread
+    import threading
+
+    robot = load("rr")
+    controller = PD(robot.copy(), Hold([0.3, 0.3]))
+    began = time.perf_counter()
+    simulate(robot, controller, duration=400.0)
+    full = time.perf_counter() - began
+    timer = threading.Timer(0.02, _thread.interrupt_main)
+    began = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        simulate(robot, controller, duration=400.0)
+    timer.join()
+    assert time.perf_counter() - began < 0.6 * full, full
+
+
 def test_cli_plot(tmp_path, cache_dir, load):
     pytest.importorskip("matplotlib")
     load("rr")

@@ -259,9 +259,10 @@ int rd_simulate(const rd_model *plant, const rd_controller *ctrl, const rd_refer
     long k;
 
     *failed_tick = -1;
-    if (ctrl->model->n != n || !(config->period > 0.0) || config->substeps < 1 || config->ticks < 0)
+    if (ctrl->model->n != n || !(config->period > 0.0) || config->substeps < 1 || config->ticks < 0
+        || config->first_sample < 0 || config->end_sample > config->ticks + 1)
         return RD_ERR_ARGUMENT;
-    for (k = 0; k <= config->ticks; ++k) {
+    for (k = config->first_sample; k < config->end_sample; ++k) {
         double t = (double)k * config->period; /* no accumulated rounding */
         double *q = out->q + k * n, *qd = out->qd + k * n;
         const double *h = config->wrench ? config->wrench + k * config->wrench_stride : NULL;

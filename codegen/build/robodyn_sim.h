@@ -95,6 +95,8 @@ typedef struct {
     const double *wrench;      /* wrench on the tool, 6 values, row k * wrench_stride; NULL: none */
     long wrench_stride;        /* 0: constant; 6: one row per tick */
     int measure_time;          /* record per-tick compute time (CLOCK_MONOTONIC) */
+    long first_sample;         /* compute samples first_sample <= k < end_sample (0 and ticks + 1: all); */
+    long end_sample;           /* a caller running in chunks can check for interrupts in between */
 } rd_sim_config;
 
 /* Samples k = 0..ticks (ticks + 1 rows, row k at t = k * period). q[0..n) and qd[0..n)
