@@ -208,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     sim = commands.add_parser("simulate", help="closed-loop simulation with a built-in controller; prints (and "
                                                "optionally saves) tracking error, energy drift and loop timing")
     sim.add_argument("description", help="robot description (YAML or URDF), e.g. robots/rr.yaml")
-    sim.add_argument("--controller", choices=list(BUILTIN), default="computed-torque")
+    sim.add_argument("--controller", choices=list(BUILTIN), default="computed-torque",
+                     help="control law (default computed-torque; none: free motion)")
     sim.add_argument("--duration", type=float, default=5.0, help="simulated seconds (default 5)")
     sim.add_argument("--rate", type=float, default=1000.0, help="control rate in Hz (default 1000)")
     sim.add_argument("--reference", choices=["hold", "step", "sine", "quintic"], default="quintic",
