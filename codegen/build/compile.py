@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ..errors import BuildError
-from .cache import COMPILE_FLAGS
+from .cache import BRIDGE_FLAGS, COMPILE_FLAGS
 
 BRIDGE = Path(__file__).resolve().parent / "bridge.pyx"
 # Static C shared by every robot module: simulation loop, integrators, control laws.
@@ -51,7 +51,7 @@ extension = Extension(
     sources=[{pyx!r}],
     include_dirs=[numpy.get_include(), "."],
     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-    extra_compile_args={flags!r},
+    extra_compile_args={bridge_flags!r},
 )
 modules = cythonize([extension], language_level=3, quiet=True)
 worker.join()
@@ -77,7 +77,7 @@ def write_build_tree(directory: Path, module_name: str, files: dict[str, str], r
     (directory / "robodyn_sim_abi.h").write_text(f'#define RD_SIM_ABI "{simulation_abi()}"\n', encoding="utf-8")
     script = directory / "build_module.py"
     script.write_text(_SETUP_TEMPLATE.format(script=script.name, module=module_name, pyx=f"{module_name}.pyx",
-                                             csource=f"{robot}_dynamics.c", flags=list(COMPILE_FLAGS)),
+                                             csource=f"{robot}_dynamics.c", flags=list(COMPILE_FLAGS), bridge_flags=list(BRIDGE_FLAGS)),
                       encoding="utf-8")
     return script
 
