@@ -88,21 +88,28 @@ def _expanded(model, expand_program):
                                definitions=())
 
 
-def _locks(parser: argparse.ArgumentParser, items: list[str]) -> dict[str, float]:
-    locks = {}
+def parse_assignments(items: list[str], option: str) -> dict[str, float]:
+    """NAME=NUMBER options (--lock here, --set and --model-set in python -m robodyn) as a dict;
+    ValueError names the option and the bad item."""
+    values = {}
     for item in items:
-        name, _, value = item.partition("=")
+        name, sep, value = item.partition("=")
         try:
-            locks[name.strip()] = float(value)
+            values[name.strip()] = float(value)
         except ValueError:
-            parser.error(f"--lock expects JOINT=VALUE with a number, got {item!r}")
-    return locks
+            sep = ""
+        if not sep or not name.strip():
+            raise ValueError(f"{option} {item!r}: expected NAME=NUMBER")
+    return values
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    lock = _locks(parser, args.lock)
+    try:
+        lock = parse_assignments(args.lock, "--lock")
+    except ValueError as exc:
+        parser.error(str(exc))
     try:
         if args.print_model:
             _print_model(args.description, not args.no_simplify, args.method, lock, args.runtime_parameters)

@@ -57,3 +57,17 @@ def random_state(robot, rng: np.random.Generator):
         q[i] = rng.uniform(-np.pi, np.pi) if kind == "revolute" else rng.uniform(0.2, 1.0)
     qd = rng.uniform(-2, 2, robot.n)
     return q, qd
+
+
+def rk4(rhs, state: np.ndarray, dt: float, steps: int, observe=None) -> np.ndarray:
+    """Classic fixed-step RK4 of state' = rhs(state), in NumPy: the independent integrator the
+    tests compare the compiled ones with. ``observe(state)`` is called after every step."""
+    for _ in range(steps):
+        k1 = rhs(state)
+        k2 = rhs(state + dt / 2 * k1)
+        k3 = rhs(state + dt / 2 * k2)
+        k4 = rhs(state + dt * k3)
+        state = state + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        if observe is not None:
+            observe(state)
+    return state

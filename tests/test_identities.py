@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES, random_state
+from conftest import EXAMPLES, random_state, rk4
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -114,15 +114,9 @@ def _rk4(robot, q, qd, dt, steps, tau):
         qdd = robot.forward_dynamics(q_, qd_, tau)
         return np.concatenate([qd_, qdd, [qd_ @ robot.friction(qd_)]])
 
-    state = np.concatenate([q, qd, [0.0]])
     energies = [robot.total_energy(q, qd)]
-    for _ in range(steps):
-        k1 = rhs(state)
-        k2 = rhs(state + dt / 2 * k1)
-        k3 = rhs(state + dt / 2 * k2)
-        k4 = rhs(state + dt * k3)
-        state = state + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        energies.append(robot.total_energy(state[:robot.n], state[robot.n:2 * robot.n]))
+    state = rk4(rhs, np.concatenate([q, qd, [0.0]]), dt, steps,
+                lambda s: energies.append(robot.total_energy(s[:robot.n], s[robot.n:2 * robot.n])))
     return np.array(energies), state[-1]
 
 

@@ -16,6 +16,7 @@ pinocchio = pytest.importorskip("pinocchio")
 from pathlib import Path  # noqa: E402
 
 import robodyn  # noqa: E402
+from conftest import rk4  # noqa: E402
 
 
 def _urdf(relative: str) -> Path:
@@ -118,22 +119,20 @@ def test_closed_loop_simulation_agrees_with_pinocchio(pair):
     q0 = start + 0.01
     run = robodyn.simulate(robot, controller, duration=0.3, rate=500, q0=q0, substeps=2)
 
-    def acceleration(q, qd, tau):
-        return pinocchio.aba(model, data, q, qd, tau - robot.friction(qd))
-
-    q, qd, h = q0.copy(), np.zeros(robot.n), 1e-3
+    n = robot.n
+    q, qd = q0.copy(), np.zeros(n)
     for k in range(150):
         q_r, qd_r, qdd_r = reference.evaluate(k * 2e-3)
         a = qdd_r + controller.kd * (qd_r - qd) + controller.kp * (q_r - q)
         tau = pinocchio.rnea(model, data, q, qd, a) + robot.friction(qd)
         assert _relative(run.tau[k], tau) < TOLERANCE
-        for _ in range(2):
-            k1 = acceleration(q, qd, tau)
-            k2 = acceleration(q + h / 2 * qd, qd + h / 2 * k1, tau)
-            k3 = acceleration(q + h / 2 * (qd + h / 2 * k1), qd + h / 2 * k2, tau)
-            k4 = acceleration(q + h * (qd + h / 2 * k2), qd + h * k3, tau)
-            q, qd = (q + h / 6 * (qd + 2 * (qd + h / 2 * k1) + 2 * (qd + h / 2 * k2) + (qd + h * k3)),
-                     qd + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4))
+
+        def rhs(state, tau=tau):
+            return np.concatenate([state[n:], pinocchio.aba(model, data, state[:n], state[n:],
+                                                            tau - robot.friction(state[n:]))])
+
+        state = rk4(rhs, np.concatenate([q, qd]), 1e-3, 2)
+        q, qd = state[:n], state[n:]
     np.testing.assert_allclose(run.q[-1], q, rtol=0, atol=1e-10)
     np.testing.assert_allclose(run.qd[-1], qd, rtol=0, atol=1e-9)
     assert np.abs(run.tracking_error[-1]).max() < 1e-3

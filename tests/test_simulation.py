@@ -20,7 +20,7 @@ import robodyn
 from robodyn import (PD, ComputedTorque, FunctionController, Harness, Hold, NoControl, PDGravity, Quintic,
                      SimulatedPlant, Sine, SlotineLi, Step, simulate)
 
-from conftest import ROBOTS, random_state
+from conftest import ROBOTS, random_state, rk4
 
 Q0 = np.array([0.3, -0.2])
 QD0 = np.array([0.5, 1.0])
@@ -156,13 +156,7 @@ def _numpy_rk4(robot, q, qd, tau, dt, steps):
     def rhs(state):
         return np.concatenate([state[robot.n:], robot.forward_dynamics(state[:robot.n], state[robot.n:], tau)])
 
-    state = np.concatenate([q, qd])
-    for _ in range(steps):
-        k1 = rhs(state)
-        k2 = rhs(state + dt / 2 * k1)
-        k3 = rhs(state + dt / 2 * k2)
-        k4 = rhs(state + dt * k3)
-        state = state + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    state = rk4(rhs, np.concatenate([q, qd]), dt, steps)
     return state[:robot.n], state[robot.n:]
 
 
@@ -384,13 +378,7 @@ def test_wrench_enters_as_jacobian_transpose(load):
         tau = robot.jacobian(q).T @ h
         return np.concatenate([qd, np.linalg.solve(robot.M(q), tau - robot.nonlinear_effects(q, qd))])
 
-    state = np.concatenate([Q0, QD0])
-    for _ in range(100):
-        k1 = rhs(state)
-        k2 = rhs(state + 5e-4 * k1)
-        k3 = rhs(state + 5e-4 * k2)
-        k4 = rhs(state + 1e-3 * k3)
-        state = state + 1e-3 / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    state = rk4(rhs, np.concatenate([Q0, QD0]), 1e-3, 100)
     np.testing.assert_allclose(trajectory.q[-1], state[:2], rtol=1e-10)
     free = simulate(robot, duration=0.1, rate=1000, q0=Q0, qd0=QD0)
     assert np.abs(free.q[-1] - trajectory.q[-1]).max() > 1e-4  # the wrench mattered
@@ -451,7 +439,7 @@ def test_disturbance_function_is_sampled_once_per_tick_and_recorded_as_applied(l
     trajectory = simulate(robot, FunctionController(controller, controller.reference), duration=0.01,
                           disturbance=noise)
     assert len(calls) == 11  # ten writes and the last sample
-    applied = trajectory.tau + np.array([noise_value for noise_value in _replay(9, 11)])
+    applied = trajectory.tau + np.array(_replay(9, 11))
     np.testing.assert_allclose(trajectory.qdd, robot.forward_dynamics(trajectory.q, trajectory.qd, applied),
                                rtol=1e-13, atol=1e-9)
 
@@ -470,9 +458,9 @@ def test_subclassed_builtin_controller_runs_its_own_call(load):
 
     trajectory = simulate(robot, FeedForward(robot.copy(), Hold([0.0, 0.0])), duration=0.01)
     np.testing.assert_array_equal(trajectory.tau[0], [1000.0, 1000.0])
+    controller = PD(robot, Hold([0.0, 0.0]))
     with pytest.raises(AttributeError):
-        trajectory_controller = PD(robot, Hold([0.0, 0.0]))
-        trajectory_controller.kp = np.ones(2)  # gains are fixed once the law is built
+        controller.kp = np.ones(2)  # gains are fixed once the law is built
 
 
 def test_a_simulated_plant_serves_one_run_and_fast_rates_work(load):

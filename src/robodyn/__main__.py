@@ -96,19 +96,6 @@ def start_position(robot) -> np.ndarray:
     return q0
 
 
-def _assignments(items: list[str], option: str) -> dict[str, float]:
-    values = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        try:
-            values[name.strip()] = float(value)
-        except ValueError:
-            sep = ""
-        if not sep or not name.strip():
-            raise SystemExit(f"error: {option} {item!r}: expected NAME=NUMBER")
-    return values
-
-
 def _vector_option(text: str | None, n: int, option: str) -> np.ndarray | None:
     if text is None:
         return None
@@ -124,14 +111,17 @@ def _vector_option(text: str | None, n: int, option: str) -> np.ndarray | None:
 def simulate_command(args) -> int:
     import json
 
+    from codegen.__main__ import parse_assignments
+
     import robodyn
+
     from .control import BUILTIN, NoControl
 
     robot = robodyn.load(args.description, cache_dir=args.cache_dir, verbose=not args.quiet)
-    for name, value in _assignments(args.set, "--set").items():
+    for name, value in parse_assignments(args.set, "--set").items():
         robot.params[name] = value
     model = robot.copy()
-    for name, value in _assignments(args.model_set, "--model-set").items():
+    for name, value in parse_assignments(args.model_set, "--model-set").items():
         model.params[name] = value
     q0 = _vector_option(args.q0, robot.n, "--q0")
     q0 = start_position(robot) if q0 is None else q0

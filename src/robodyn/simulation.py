@@ -170,11 +170,11 @@ class SimulatedPlant:
 
     def write(self, tau) -> None:
         # An ndarray goes straight to the compiled step, which checks it (dtype, shape, finite).
-        if type(tau) is np.ndarray and self.disturbance.array is None and self.disturbance.function is None:
+        if type(tau) is np.ndarray and not self.disturbance.present:
             applied = tau
         else:
             applied = self.applied_torque(tau, self.tick)
-        h = None if self.wrench.array is None and self.wrench.function is None else self.wrench.at(self.tick)
+        h = self.wrench.at(self.tick) if self.wrench.present else None
         if self._step is not None:
             self._step(self.q, self.qd, applied, h, self._dt, self.substeps, self.integrator)
         else:
@@ -388,6 +388,7 @@ class Harness:
     def _run_ticks(self, ticks: int, realtime: bool, spin: float) -> Trajectory:
         plant, controller, period = self.plant, self.controller, self.period
         n, rows = plant.n, ticks + 1
+        shape = (n,)
         q, qd, tau = np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n))
         simulated = isinstance(plant, SimulatedPlant)
         applied = np.empty((rows, n)) if simulated else None
@@ -413,7 +414,7 @@ class Harness:
                     tick_start = clock()
                 q[k], qd[k] = state = plant.read()  # stored now: a driver may reuse its buffers
                 torque = controller(k * period, *state)
-                if getattr(torque, "shape", None) != (n,) and np.shape(torque) != (n,):
+                if getattr(torque, "shape", None) != shape and np.shape(torque) != shape:
                     raise ValueError(f"controller returned tau of shape {np.shape(torque)} at t = {k * period:g} s, "
                                      f"expected ({n},)")
                 tau[k] = torque
