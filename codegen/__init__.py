@@ -1,53 +1,36 @@
-"""robodyn's generator: robot description -> SymPy model -> C -> compiled module.
+"""robodyn's generator: robot description -> SymPy model -> C -> compiled robot module.
 
-Stages, each a function from one plain-data object to the next:
+The stages and the order they run in are in ``codegen.pipeline``; ``build`` runs
+them all (with a cache lookup first). For the symbolic model alone::
 
-    parse_path(path)        -> RobotDescription   (codegen.description: YAML or URDF)
-    derive_model(desc)      -> SymbolicModel      (codegen.model: Lagrange or recursive route)
-    emit(model)             -> GeneratedSources   (codegen.emit)
-    ensure_built(path, ...) -> BuiltModule        (codegen.build; the only stage that writes files)
+    model = codegen.derive("robots/rr.yaml")      # .M, .C, .g, .friction, energies, tool kinematics
 """
 
-__version__ = "0.1.0"
+from robodyn._version import __version__
+from robodyn.options import METHODS, BuildOptions
 
-from .errors import BuildError, CodegenError, DescriptionError, SelfCheckError  # noqa: E402
-
-
-METHODS = ("auto", "lagrange", "recursive")
-# The Euler-Lagrange route gives readable closed forms but differentiates M, which
-# grows quickly with the number of joints; beyond this many joints "auto" recurses.
-LAGRANGE_MAX_JOINTS = 3
+from .errors import BuildError, CodegenError, DescriptionError, SelfCheckError
 
 
-def resolve_method(method: str, n: int) -> str:
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
-    if method == "auto":
-        return "lagrange" if n <= LAGRANGE_MAX_JOINTS else "recursive"
-    return method
-
-
-def derive_model(description, method: str = "auto", simplify: bool = True):
-    """RobotDescription -> SymbolicModel by the chosen route."""
-    from .model.lagrange import derive_lagrange
-    from .model.recursive import derive_recursive
-
-    if resolve_method(method, description.n) == "lagrange":
-        return derive_lagrange(description, simplify=simplify)
-    return derive_recursive(description)
-
-
-def derive(path, method: str = "auto", simplify: bool = True, lock=None, runtime_parameters: bool = False):
+def derive(path, options: BuildOptions | None = None, **option_values):
     """Parse a description and return its SymbolicModel (M, C, g, ... as SymPy matrices).
 
-    ``method``: "lagrange" (closed forms, Christoffel symbols), "recursive" (Newton-Euler,
-    composite rigid body and a recursive Coriolis matrix; matrices refer to the
-    intermediate symbols in ``model.definitions``) or "auto" (Lagrange up to 3 joints).
-    ``path`` is a YAML description or a URDF file; ``lock`` maps URDF joint names to the
-    positions at which they are frozen."""
+    ``options`` (or its fields as keywords: ``method``, ``simplify``, ``lock``,
+    ``runtime_parameters``, ``tool``) as for ``robodyn.load``. On the recursive route the
+    matrices refer to the intermediate symbols in ``model.definitions``."""
     from .description import parse_path
+    from .model import derive_model
 
-    return derive_model(parse_path(path, lock, runtime_parameters), method=method, simplify=simplify)
+    options = (options or BuildOptions()).replace(**option_values)
+    return derive_model(parse_path(path, options), options)
 
 
-__all__ = ["__version__", "derive", "derive_model", "resolve_method", "METHODS", "BuildError", "CodegenError", "DescriptionError", "SelfCheckError"]
+def build(path, options: BuildOptions | None = None, **keywords):
+    """Build (or find in the cache) the robot module of a description: see codegen.pipeline.build."""
+    from .pipeline import build as run
+
+    return run(path, options, **keywords)
+
+
+__all__ = ["__version__", "derive", "build", "BuildOptions", "METHODS", "BuildError", "CodegenError",
+           "DescriptionError", "SelfCheckError"]

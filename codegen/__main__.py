@@ -1,4 +1,4 @@
-"""Command line: python -m codegen ROBOT.yaml [--out DIR] [--force] [--print]
+"""Command line: python -m codegen DESCRIPTION [model options] [--cache-dir DIR] [--force] [--print]
 
 Exit codes: 0 success, 1 invalid description, 2 bad command line,
 3 build or self-check failure.
@@ -10,46 +10,38 @@ import argparse
 import sys
 import time
 
+from robodyn.options import BuildOptions, add_arguments, from_arguments
+
 from . import __version__
 from .errors import CodegenError, report
+
+EPILOG = """examples:
+  python -m codegen robots/rr.yaml                       derive, emit C, compile, self-check, cache
+  python -m codegen robots/rr.yaml --print               show M, C, g, friction and energies
+  python -m codegen panda.urdf --lock panda_finger_joint1=0 --lock panda_finger_joint2=0 --tool panda_hand
+"""
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m codegen",
+        prog="python -m codegen", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Derive the dynamic model of a robot description, emit C, compile it into a Python "
                     "extension module (cached) and self-check it.")
     parser.add_argument("description", help="robot description: our YAML format (e.g. robots/rr.yaml) or a URDF file")
-    parser.add_argument("--lock", metavar="JOINT=VALUE", action="append", default=[],
-                        help="URDF only: freeze a joint at a position (repeatable), e.g. --lock panda_finger_joint1=0")
-    parser.add_argument("--out", metavar="DIR", help="cache directory for compiled modules "
-                        "(default: $ROBODYN_CACHE_DIR, else $XDG_CACHE_HOME/robodyn or ~/.cache/robodyn)")
-    parser.add_argument("--forward", choices=("ltdl", "aba"), default="ltdl",
-                        help="forward dynamics: M, bias and a sparse L^T D L solve (default; any robot), or the "
-                             "articulated-body algorithm (recursive route, no motor rotors)")
-    parser.add_argument("--runtime-parameters", action="store_true",
-                        help="URDF only: keep masses, centres of mass, inertias and friction as parameters "
-                             "settable at run time (default: baked into the code as numbers)")
-    parser.add_argument("--force", action="store_true", help="rebuild even if a cached module exists")
+    add_arguments(parser)
     parser.add_argument("--print", dest="print_model", action="store_true",
                         help="print the symbolic model (M, C, g, friction, energies) and exit without building")
-    parser.add_argument("--method", choices=("auto", "lagrange", "recursive"), default="auto",
-                        help="derivation route: Euler-Lagrange closed forms, or recursive algorithms "
-                             "(Newton-Euler, composite rigid body, recursive Coriolis matrix); "
-                             "auto = Lagrange up to 3 joints (default)")
-    parser.add_argument("--no-simplify", action="store_true",
-                        help="skip trigonometric simplification (faster derivation, larger expressions)")
     parser.add_argument("--quiet", action="store_true", help="print only errors and the final summary line")
     parser.add_argument("--version", action="version", version=f"robodyn codegen {__version__}")
     return parser
 
 
-def _print_model(path: str, simplify: bool, method: str, lock: dict, runtime_parameters: bool) -> None:
+def _print_model(path: str, options: BuildOptions) -> None:
     import sympy as sp
 
     from . import derive
 
-    model = derive(path, method=method, simplify=simplify, lock=lock, runtime_parameters=runtime_parameters)
+    model = derive(path, options)
     if model.definitions:
         from .model.program import expand_program
 
@@ -88,39 +80,22 @@ def _expanded(model, expand_program):
                                definitions=())
 
 
-def parse_assignments(items: list[str], option: str) -> dict[str, float]:
-    """NAME=NUMBER options (--lock here, --set and --model-set in python -m robodyn) as a dict;
-    ValueError names the option and the bad item."""
-    values = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        try:
-            values[name.strip()] = float(value)
-        except ValueError:
-            sep = ""
-        if not sep or not name.strip():
-            raise ValueError(f"{option} {item!r}: expected NAME=NUMBER")
-    return values
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        lock = parse_assignments(args.lock, "--lock")
-    except ValueError as exc:
+        options = from_arguments(args)
+    except (ValueError, TypeError) as exc:
         parser.error(str(exc))
     try:
         if args.print_model:
-            _print_model(args.description, not args.no_simplify, args.method, lock, args.runtime_parameters)
+            _print_model(args.description, options)
             return 0
-        from .build import ensure_built
+        from .pipeline import build
 
         start = time.perf_counter()
         progress = None if args.quiet else (lambda message: print(f"[codegen] {message}", flush=True))
-        built = ensure_built(args.description, out=args.out, force=args.force, progress=progress,
-                             simplify=not args.no_simplify, method=args.method, lock=lock,
-                             runtime_parameters=args.runtime_parameters, forward=args.forward)
+        built = build(args.description, options, cache_dir=args.cache_dir, force=args.force, progress=progress)
         elapsed = time.perf_counter() - start
     except CodegenError as exc:
         return report(exc)
@@ -141,10 +116,20 @@ def main(argv: list[str] | None = None) -> int:
             print("operation counts after CSE: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
         print("use it from Python:")
         print("  import robodyn")
-        extra = (f", cache_dir={args.out!r}" if args.out else "") + (f", lock={lock!r}" if lock else "") \
-            + (", runtime_parameters=True" if args.runtime_parameters else "")
+        extra = "".join(f", {k}={v!r}" for k, v in _option_keywords(options).items())
+        extra += f", cache_dir={args.cache_dir!r}" if args.cache_dir else ""
         print(f"  robot = robodyn.load({args.description!r}{extra})")
+        print(f"or: python -m robodyn simulate {' '.join([args.description] + options.flags())}")
     return 0
+
+
+def _option_keywords(options: BuildOptions) -> dict:
+    default = BuildOptions()
+    values = {}
+    for name, value in options.as_dict().items():
+        if value != default.as_dict()[name]:
+            values[name] = options.lock_map if name == "lock" else value
+    return values
 
 
 if __name__ == "__main__":

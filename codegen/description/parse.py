@@ -363,7 +363,8 @@ def _parse_joint(node: _Node, index: int, names: dict[str, int], link_names: dic
                  viscous=viscous, coulomb=coulomb, rotor=rotor, limits=limits, line=node.line)
 
 
-def parse_text(text: str, path: str = "<string>", data: bytes | None = None) -> RobotDescription:
+def parse_text(text: str, path: str = "<string>", data: bytes | None = None,
+               tool_override: str | None = None) -> RobotDescription:
     """Parse description text; ``path`` is used in messages and for the default name."""
     ctx = _Context(path)
     root = _Node(load_yaml(text, path), "", ctx)
@@ -407,6 +408,11 @@ def parse_text(text: str, path: str = "<string>", data: bytes | None = None) -> 
             raise link_node.error(f"unknown link {link!r} (give a link or joint name)")
     _check_planar_inertias(items, joints, base)
     _check_unused_parameters(root, parameters, joints, gravity, base, tool)
+    if tool_override is not None:  # the build option replaces the description's tool frame
+        tool, tool_link = sp.eye(4), link_names.get(tool_override, names.get(tool_override, -2))
+        if tool_link == -2:
+            raise DescriptionError(path, None, "tool", f"unknown link {tool_override!r} (give a link or joint name; "
+                                   f"links: {', '.join(link_names)})")
 
     digest = hashlib.sha256(data if data is not None else text.encode()).hexdigest()
     return RobotDescription(name=name, path=path, source_sha256=digest, summary=summary,

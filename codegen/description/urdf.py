@@ -484,7 +484,7 @@ def _robot_name(raw: str, path: str) -> str:
 
 def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | None = None,
                     lock: Mapping[str, float] | None = None,
-                    runtime_parameters: bool = False) -> RobotDescription:
+                    runtime_parameters: bool = False, tool: str | None = None) -> RobotDescription:
     """Parse URDF text (or bytes, whose XML declaration then gives the encoding).
 
     ``lock`` maps names of moving joints to positions (rad or m): each becomes a fixed joint at that
@@ -492,6 +492,8 @@ def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | Non
     By default inertial values are numbers baked into the generated code (zeros vanish, fewer
     operations); ``runtime_parameters`` makes each moving body's mass, centre of mass and
     inertia, and each nonzero friction coefficient, a named parameter settable at run time.
+    ``tool`` names the link whose frame is the tool frame (default: the last moving joint's link);
+    a link merged into its parent by a fixed joint keeps its own frame.
     """
     reader = _Reader(path)
     robot = _parse_xml(text, path)
@@ -549,7 +551,8 @@ def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | Non
         locked[joint_name] = position
 
     root = _build_tree(reader, robot, links, joints)
-    model_joints = _flatten(reader, root, links, locked)
+    frames: dict[str, tuple[int, sp.Matrix]] = {}
+    model_joints = _flatten(reader, root, links, locked, frames)
     if not model_joints:
         raise reader.error(robot, "robot", "the URDF has no moving joint (revolute, continuous or prismatic) "
                            "left to model" + (" after locking" if locked else ""))
@@ -558,13 +561,26 @@ def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | Non
     if runtime_parameters:
         model_joints, parameters = _parameterise(model_joints)
 
+    tool_link, tool_frame = -1, sp.eye(4)
+    if tool is not None:
+        if tool not in frames:
+            raise reader.error(None, "tool", f"no link named {tool!r} in the URDF (links: {_preview(list(frames))})")
+        tool_link, tool_frame = frames[tool]
+        if tool_link < 0:
+            raise reader.error(links[tool].element, "tool", f"link {tool!r} is fixed to the base: it cannot carry "
+                               "a tool that moves")
+
     digest_source = data if data is not None else (text if isinstance(text, bytes) else text.encode())
     summary = f"from URDF {Path(path).name}"
     if locked:
         summary += "; locked " + ", ".join(f"{k}={float(v):g}" for k, v in locked.items())
     return RobotDescription(name=name, path=path, source_sha256=hashlib.sha256(digest_source).hexdigest(),
                             summary=summary, parameters=parameters, gravity=GRAVITY, base=sp.ImmutableMatrix(sp.eye(4)),
-                            joints=tuple(model_joints), tool=sp.ImmutableMatrix(sp.eye(4)))
+                            joints=tuple(model_joints), tool=sp.ImmutableMatrix(tool_frame), tool_link=tool_link)
+
+
+def _preview(names: list[str], limit: int = 12) -> str:
+    return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
 
 
 def _parameterise(joints: list[Joint]) -> tuple[list[Joint], tuple[Parameter, ...]]:
@@ -612,8 +628,12 @@ def _find_xacro(element: _Element) -> _Element | None:
     return None
 
 
-def _flatten(reader: _Reader, root: _Link, links: dict[str, _Link], locked: Mapping[str, sp.Expr]) -> list[Joint]:
-    """Model joints depth-first from the root, with fixed (and locked) joints merged away."""
+def _flatten(reader: _Reader, root: _Link, links: dict[str, _Link], locked: Mapping[str, sp.Expr],
+             frames: dict[str, tuple[int, sp.Matrix]] | None = None) -> list[Joint]:
+    """Model joints depth-first from the root, with fixed (and locked) joints merged away.
+
+    ``frames`` (if given) receives, for every link, the model joint whose body carries it
+    (-1: the base) and the link's pose in that body's frame."""
     pending: list[dict] = []  # per model joint: its fields, and the parts of its body
     carried_by: dict[str, int] = {}  # link name -> model joint index (-1: base)
 
@@ -628,6 +648,8 @@ def _flatten(reader: _Reader, root: _Link, links: dict[str, _Link], locked: Mapp
             body = len(pending)
             pending.append(entry)
         carried_by[link.name] = body
+        if frames is not None:
+            frames[link.name] = (body, frame)
         if body >= 0 and link.body is not None:
             pending[body]["parts"].append(_transform_body(link.body, frame))
         children = []

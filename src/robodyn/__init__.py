@@ -7,36 +7,55 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+from ._version import __version__
 from .control import PD, ComputedTorque, FunctionController, NoControl, PDGravity, SlotineLi
+from .options import BuildOptions
 from .references import Hold, Quintic, Sine, Step
 from .robot import Parameters, Robot
 from .simulation import Harness, LoopStats, Plant, SimulatedPlant, Trajectory, simulate
 
-__version__ = "0.1.0"
-__all__ = ["load", "Robot", "Parameters", "__version__",
+__all__ = ["load", "Robot", "Parameters", "BuildOptions", "__version__",
            "simulate", "Harness", "Plant", "SimulatedPlant", "Trajectory", "LoopStats",
            "NoControl", "PD", "PDGravity", "ComputedTorque", "SlotineLi", "FunctionController",
            "Hold", "Step", "Sine", "Quintic"]
 
 
-def load(path, cache_dir=None, force: bool = False, verbose: bool = False, method: str = "auto",
-         lock: dict | None = None, runtime_parameters: bool = False, forward: str = "ltdl") -> Robot:
-    """Load a robot description, generating and compiling it on first use.
+def load(path, options: BuildOptions | None = None, *, cache_dir=None, force: bool = False, verbose: bool = False,
+         **option_values) -> Robot:
+    """Load a robot description (YAML or URDF), generating and compiling it on first use.
 
-    ``cache_dir`` defaults to $ROBODYN_CACHE_DIR, else ~/.cache/robodyn;
-    ``force`` rebuilds even when a cached module exists; ``method`` chooses the derivation
-    route ("auto", "lagrange" or "recursive", see ``python -m codegen --help``). ``path`` may be
-    a URDF file; ``lock`` maps its joint names to positions at which they are frozen
-    (e.g. a gripper's fingers). A URDF's inertial values are compiled in as numbers unless
-    ``runtime_parameters`` is true, which makes them entries of ``robot.params``. ``forward``
-    selects how forward dynamics is computed: "ltdl" (default) or "aba" (articulated body).
+    ``options`` (a ``BuildOptions``) or its fields as keywords choose how the model is built:
+    ``method`` ("auto", "lagrange" or "recursive"), ``forward`` ("ltdl" or "aba"), ``lock``
+    (URDF joints frozen at positions, e.g. a gripper's fingers), ``runtime_parameters`` (URDF
+    inertial values as settable parameters), ``tool`` (the link carrying the tool frame),
+    ``simplify``. ``cache_dir`` defaults to $ROBODYN_CACHE_DIR, else $XDG_CACHE_HOME/robodyn,
+    else ~/.cache/robodyn; ``force`` rebuilds even when the cache holds the robot.
+
+    A cache hit needs neither SymPy nor a compiler run: it imports the module (milliseconds).
+    A miss runs the generator (``codegen.pipeline.build``), a few seconds for a small robot.
     """
-    from codegen.build import ensure_built, import_module
+    from . import cache
 
-    progress = print if verbose else None
-    built = ensure_built(path, out=cache_dir, force=force, progress=progress, method=method, lock=lock,
-                         runtime_parameters=runtime_parameters, forward=forward)
-    module = import_module(built.module_name, built.module_path)
-    return Robot(module, built.manifest, built.selfcheck, Path(path))
+    options = (options or BuildOptions()).replace(**option_values) if option_values else (options or BuildOptions())
+    root = Path(cache_dir) if cache_dir is not None else cache.default_root()
+    if not force:
+        started = time.perf_counter()
+        data = cache.read_description(path)
+        found = cache.find(root, cache.cache_key(data, options))
+        if found is not None:
+            entry, manifest = found
+            module = cache.import_extension(entry.module_name, entry.module_path)
+            if verbose:
+                print(f"[robodyn] cache hit: {entry.directory} ({(time.perf_counter() - started) * 1e3:.0f} ms)")
+            return Robot(module, source=Path(path), options=options, manifest=manifest, selfcheck=entry.selfcheck(),
+                         cache_dir=root)
+    from codegen.pipeline import build
+
+    built = build(path, options, cache_dir=root, force=force,
+                  progress=(lambda message: print(f"[codegen] {message}", flush=True)) if verbose else None)
+    module = cache.import_extension(built.entry.module_name, built.entry.module_path)
+    return Robot(module, source=Path(path), options=options, manifest=built.manifest, selfcheck=built.selfcheck,
+                 cache_dir=root)

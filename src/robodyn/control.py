@@ -87,7 +87,7 @@ class BuiltinController(Controller):
         self._kd = _gain(kd, "kd", n)
         self._tau_limit = None if tau_limit is None else _gain(tau_limit, "tau_limit", n)
         self._friction = friction
-        self._law = model._dynamics.control_law(self.law, kp=self._kp, kd=self._kd, tau_limit=self._tau_limit,
+        self._law = model._control_law(self.law, kp=self._kp, kd=self._kd, tau_limit=self._tau_limit,
                                                 friction_at_reference=friction == "reference",
                                                 **reference.c_arguments())
 

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
+import json
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
+
+from . import routines
+from ._native import RobotCore, make_method
+from .cache import MANIFEST, SELFCHECK
+from .options import BuildOptions
 
 
 class Parameters(MutableMapping):
@@ -67,73 +74,141 @@ class Parameters(MutableMapping):
         return f"Parameters({body})"
 
 
-class Robot:
+class Robot(RobotCore):
     """Compiled rigid-body dynamics of one robot.
 
-    M q̈ + C(q, q̇) q̇ + g(q) + Fv q̇ + Fs sgn(q̇) = τ + J(q)ᵀ h
+    M(q) q̈ + C(q, q̇) q̇ + g(q) + Fv q̇ + Fs sgn(q̇) = τ + J(q)ᵀ h
 
-    Attributes: ``n``, ``name``, ``joint_names``, ``params`` (settable mapping),
-    ``metadata``, ``selfcheck`` and the compiled routines, each accepting a
-    state of shape (n,) or a batch of shape (N, n), and ``out=``:
+    Get one with ``robodyn.load(description)``, or by importing a built robot module and calling
+    its ``robot()``. The routine methods (``M``, ``C``, ``g``, ``inverse_dynamics``, ...; see
+    ``robodyn.routines.TABLE``) take a state of shape (n,) or a batch of shape (N, n) and
+    ``out=``; inputs must be float64 arrays (C-contiguous, finite), anything else raises.
 
-    ``M(q)``, ``C(q, qd)``, ``g(q)``, ``friction(qd)``, ``nonlinear_effects(q, qd)``,
-    ``inverse_dynamics(q, qd, qdd, h=None)``, ``forward_dynamics(q, qd, tau, h=None)``,
-    ``kinetic_energy(q, qd)``, ``potential_energy(q)``, ``fk(q)`` (4x4 tool pose),
-    ``jacobian(q)`` (6 x n geometric tool Jacobian, linear rows first).
-
-    Inputs must be float64 arrays (C-contiguous, finite); anything else raises.
+    Attributes: ``n``, ``name``, ``joint_names``, ``joint_types``, ``joint_limits``, ``params``
+    (a live, settable mapping of the named parameters), ``metadata``, ``manifest``,
+    ``selfcheck``, ``source`` and ``options`` (what it was built from), ``release_gil``.
+    A robot pickles: it is re-loaded from its cache entry or description in the receiving
+    process, with the same parameter values.
     """
 
-    def __init__(self, module, manifest: dict | None = None, selfcheck: dict | None = None,
-                 source: Path | None = None):
-        self._module = module
-        self._dynamics = dynamics = module.Dynamics()
-        meta = module.metadata
+    def __init__(self, extension, *, source: Path | None = None, options: BuildOptions | None = None,
+                 manifest: dict | None = None, selfcheck: dict | None = None, cache_dir: Path | None = None):
+        self._attach(extension, _LAYOUT)
+        meta = json.loads(self.metadata_json)
         self.metadata: dict = meta
         self.name: str = meta["robot"]
-        self.n: int = int(meta["n"])
         self.joint_names: tuple[str, ...] = tuple(meta["joint_names"])
         self.joint_types: tuple[str, ...] = tuple(meta["joint_types"])
-        self.source = source
+        self.source = None if source is None else Path(source)
+        self.options = options if options is not None else BuildOptions()
         self.manifest = manifest or {}
         self.selfcheck = selfcheck or {}
+        self._cache_dir = cache_dir
         names = [p["name"] for p in meta["parameters"]]
-        self.params = Parameters(names, dynamics.parameter_values, [p["default"] for p in meta["parameters"]])
-        # Bind compiled methods directly: a call costs no extra Python frame.
-        self.M = dynamics.M
-        self.C = dynamics.C
-        self.g = dynamics.g
-        self.friction = dynamics.friction
-        self.nonlinear_effects = dynamics.nonlinear_effects
-        self.inverse_dynamics = dynamics.inverse_dynamics
-        self.forward_dynamics = dynamics.forward_dynamics
-        self.kinetic_energy = dynamics.kinetic_energy
-        self.potential_energy = dynamics.potential_energy
-        self.fk = dynamics.fk
-        self.jacobian = dynamics.jacobian
+        self.params = Parameters(names, self.parameter_values, [p["default"] for p in meta["parameters"]])
 
-    @property
-    def release_gil(self):
-        """"auto" (default: batches and routines over 1000 operations), True (every call) or False."""
-        return self._dynamics.release_gil
-
-    @release_gil.setter
-    def release_gil(self, value) -> None:
-        self._dynamics.release_gil = value
+    @classmethod
+    def from_extension(cls, extension) -> "Robot":
+        """The robot of an imported robot module, with the manifest and self-check of its cache entry
+        when it has one (this is what the module's ``robot()`` returns)."""
+        directory = Path(getattr(extension, "__file__", "")).parent
+        manifest, selfcheck = {}, {}
+        try:
+            manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+            selfcheck = json.loads((directory / SELFCHECK).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass
+        if not isinstance(manifest, dict) or not isinstance(selfcheck, dict):
+            manifest, selfcheck = {}, {}
+        options = BuildOptions.from_dict(manifest["options"]) if "options" in manifest else None
+        source = manifest.get("description_path")
+        return cls(extension, source=source, options=options, manifest=manifest, selfcheck=selfcheck)
 
     @property
     def joint_limits(self) -> list[dict]:
         return [dict(limit) for limit in self.metadata["limits"]]
 
-    def total_energy(self, q, qd) -> float:
+    def total_energy(self, q, qd):
+        """Kinetic plus potential energy (a float, or shape (N,) for a batch)."""
         return self.kinetic_energy(q, qd) + self.potential_energy(q)
 
     def copy(self) -> "Robot":
         """An independent robot object (own parameter values) sharing the compiled code."""
-        other = Robot(self._module, self.manifest, self.selfcheck, self.source)
-        for name in self.params:
-            other.params[name] = self.params[name]
+        other = type(self)(self.extension, source=self.source, options=self.options, manifest=self.manifest,
+                           selfcheck=self.selfcheck, cache_dir=self._cache_dir)
+        other.parameter_values[:] = self.parameter_values
+        other.release_gil = self.release_gil
         return other
+
+    def __reduce__(self):
+        state = {"params": self.params.as_array().tolist(), "release_gil": self.release_gil}
+        key = self.manifest.get("key")
+        module_path = getattr(self.extension, "__file__", None)
+        return (_restore, (str(self.source) if self.source else None, self.options.as_dict(),
+                           None if self._cache_dir is None else str(self._cache_dir), key, module_path), state)
+
+    def __setstate__(self, state: dict) -> None:
+        values = np.asarray(state["params"], dtype=float)
+        if values.shape != self.parameter_values.shape:
+            raise ValueError("pickled parameters do not match this robot's")
+        self.parameter_values[:] = values
+        self.release_gil = state["release_gil"]
 
     def __repr__(self) -> str:
         return f"<robodyn.Robot {self.name!r}: {self.n} joints ({', '.join(self.joint_names)})>"
+
+
+def _restore(source, options, cache_dir, key, module_path) -> Robot:
+    """Unpickle: the same build (by cache key or module file) if it is here, else load the description."""
+    from . import cache, load
+
+    options = BuildOptions.from_dict(options)
+    if key:
+        root = Path(cache_dir) if cache_dir else cache.default_root()
+        found = cache.find(root, key)
+        if found is not None:
+            entry, manifest = found
+            module = cache.import_extension(entry.module_name, entry.module_path)
+            return Robot(module, source=source, options=options, manifest=manifest, selfcheck=entry.selfcheck(),
+                         cache_dir=root)
+    if source is None and module_path:
+        path = Path(module_path)
+        return Robot.from_extension(cache.import_extension(path.name.split(".")[0], path))
+    if source is None:
+        raise ValueError("cannot unpickle this robot: it has neither a description nor a module file")
+    robot = load(source, options, cache_dir=cache_dir)
+    if key and robot.manifest.get("key") != key:
+        raise ValueError(f"cannot unpickle robot from {source}: the description or the toolchain changed since it "
+                         "was pickled, so it would be another model")
+    return robot
+
+
+def _layout(table) -> tuple:
+    return tuple((r.name, len(r.arguments), len(r.outputs), tuple(a.optional for a in r.arguments)) for r in table)
+
+
+_LAYOUT: tuple = ()
+
+
+def install(cls: type, table) -> None:
+    """Give ``cls`` (Robot) one method per routine of ``table``: a C method (no Python frame per
+    call) with the routine's name, signature and docstring."""
+    global _LAYOUT
+    for index, routine in enumerate(table):
+        method = make_method(index, routine.method, tuple(a.name for a in routine.arguments), routine.n_required,
+                             routine.failure, cls)
+        method.__name__ = routine.method
+        method.__qualname__ = f"{cls.__qualname__}.{routine.method}"
+        method.__module__ = cls.__module__
+        method.__doc__ = routine.docstring()
+        parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        parameters += [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                         **({"default": None} if a.optional else {})) for a in routine.arguments]
+        parameters.append(inspect.Parameter("out", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None))
+        method.__signature__ = inspect.Signature(parameters)
+        method.routine = routine
+        setattr(cls, routine.method, method)
+    _LAYOUT = _layout(table)
+
+
+install(Robot, routines.TABLE)

@@ -143,7 +143,7 @@ class SimulatedPlant:
         self.last_applied: np.ndarray | None = None
         self.last_wrench: np.ndarray | None = None
         # Per-write constants: write() runs at every tick of a Python loop.
-        self._step = robot._dynamics.step if self.compiled else None
+        self._step = robot._step if self.compiled else None
         self._dt = self.period / self.substeps
 
     @property
@@ -375,7 +375,7 @@ class Harness:
         wrench = plant.wrench.rows(start, rows)
         law = controller.capsule()
         began = time.perf_counter()
-        plant.robot._dynamics.simulate(law, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, compute, plant.period,
+        plant.robot._simulate(law, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, compute, plant.period,
                                        plant.integrator, plant.substeps, disturbance, wrench, True)
         wall = time.perf_counter() - began
         plant.q[:], plant.qd[:] = q[-1], qd[-1]

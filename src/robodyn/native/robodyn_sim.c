@@ -33,6 +33,29 @@ static int all_finite(const double *x, int n)
     return 1; /* the sum overflowed, every term is finite */
 }
 
+/* Calls through the uniform kernel signature of robodyn_abi.h. */
+static void call_1_1(rd_kernel k, const double *a, const double *p, double *out)
+{
+    const double *in[1] = {a};
+    double *const o[1] = {out};
+    (void)k(in, p, o);
+}
+
+static void call_2_1(rd_kernel k, const double *a, const double *b, const double *p, double *out)
+{
+    const double *in[2] = {a, b};
+    double *const o[1] = {out};
+    (void)k(in, p, o);
+}
+
+static int call_4_1(rd_kernel k, const double *a, const double *b, const double *c, const double *h,
+                    const double *p, double *out)
+{
+    const double *in[4] = {a, b, c, h};
+    double *const o[1] = {out};
+    return k(in, p, o);
+}
+
 /* ------------------------------------------------------------------ references */
 
 /* Minimum-jerk blend s(u) = 10u^3 - 15u^4 + 6u^5 on u in [0, 1], with ds/du and d2s/du2. */
@@ -123,7 +146,7 @@ int rd_control(const rd_controller *ctrl, const double *q, const double *qd, con
     case RD_CTRL_PD:
     case RD_CTRL_PD_GRAVITY:
         if (ctrl->kind == RD_CTRL_PD_GRAVITY)
-            m->gravity(q, m->p, tau);
+            call_1_1(m->gravity, q, m->p, tau);
         else
             for (int i = 0; i < n; ++i)
                 tau[i] = 0.0;
@@ -134,7 +157,7 @@ int rd_control(const rd_controller *ctrl, const double *q, const double *qd, con
         /* One inverse-dynamics call: M(q) a + C(q, qd) qd + g(q) + friction(qd). */
         for (int i = 0; i < n; ++i)
             a[i] = qdd_r[i] + kd[i] * (qd_r[i] - qd[i]) + kp[i] * (q_r[i] - q[i]);
-        m->inverse_dynamics(q, qd, a, NULL, m->p, tau);
+        (void)call_4_1(m->inverse_dynamics, q, qd, a, NULL, m->p, tau);
         break;
     case RD_CTRL_SLOTINE_LI:
         /* M a + C(q, qd) v + g + friction = ID(q, qd, a) + C(q, qd) (v - qd) = ID(q, qd, a) - C s. */
@@ -144,8 +167,8 @@ int rd_control(const rd_controller *ctrl, const double *q, const double *qd, con
             a[i] = qdd_r[i] + kp[i] * ed;
             s[i] = qd[i] - v[i];
         }
-        m->inverse_dynamics(q, qd, a, NULL, m->p, tau);
-        m->coriolis_matrix(q, qd, m->p, matrix);
+        (void)call_4_1(m->inverse_dynamics, q, qd, a, NULL, m->p, tau);
+        call_2_1(m->coriolis_matrix, q, qd, m->p, matrix);
         mat_vec(matrix, s, n, tmp);
         for (int i = 0; i < n; ++i)
             tau[i] -= tmp[i] + kd[i] * s[i];
@@ -155,8 +178,8 @@ int rd_control(const rd_controller *ctrl, const double *q, const double *qd, con
     }
     if (ctrl->friction_at_reference
         && (ctrl->kind == RD_CTRL_COMPUTED_TORQUE || ctrl->kind == RD_CTRL_SLOTINE_LI)) {
-        m->friction(qd, m->p, f_measured);
-        m->friction(qd_r, m->p, f_reference);
+        call_1_1(m->friction, qd, m->p, f_measured);
+        call_1_1(m->friction, qd_r, m->p, f_reference);
         for (int i = 0; i < n; ++i)
             tau[i] += f_reference[i] - f_measured[i];
     }
@@ -185,7 +208,7 @@ int rd_step(const rd_model *plant, int integrator, double dt, int substeps, doub
         return RD_ERR_ARGUMENT;
     for (int step = 0; step < substeps; ++step) {
         /* Every method starts from the acceleration at the current state. */
-        if (plant->forward_dynamics(q, qd, tau, h, p, k1) != 0)
+        if (call_4_1(plant->forward_dynamics, q, qd, tau, h, p, k1) != 0)
             return RD_ERR_SINGULAR;
         if (step == 0 && qdd0 != NULL)
             memcpy(qdd0, k1, (size_t)n * sizeof(double));
@@ -208,19 +231,19 @@ int rd_step(const rd_model *plant, int integrator, double dt, int substeps, doub
                 qs[i] = q[i] + half * qd[i];
                 v2[i] = qds[i] = qd[i] + half * k1[i];
             }
-            if (plant->forward_dynamics(qs, qds, tau, h, p, k2) != 0)
+            if (call_4_1(plant->forward_dynamics, qs, qds, tau, h, p, k2) != 0)
                 return RD_ERR_SINGULAR;
             for (int i = 0; i < n; ++i) {
                 qs[i] = q[i] + half * v2[i];
                 v3[i] = qds[i] = qd[i] + half * k2[i];
             }
-            if (plant->forward_dynamics(qs, qds, tau, h, p, k3) != 0)
+            if (call_4_1(plant->forward_dynamics, qs, qds, tau, h, p, k3) != 0)
                 return RD_ERR_SINGULAR;
             for (int i = 0; i < n; ++i) {
                 qs[i] = q[i] + dt * v3[i];
                 v4[i] = qds[i] = qd[i] + dt * k3[i];
             }
-            if (plant->forward_dynamics(qs, qds, tau, h, p, k4) != 0)
+            if (call_4_1(plant->forward_dynamics, qs, qds, tau, h, p, k4) != 0)
                 return RD_ERR_SINGULAR;
             for (int i = 0; i < n; ++i) {
                 q[i] += dt / 6.0 * (qd[i] + 2.0 * v2[i] + 2.0 * v3[i] + v4[i]);
@@ -284,7 +307,7 @@ int rd_simulate(const rd_model *plant, const rd_controller *ctrl, const rd_refer
             memcpy(qd + n, qd, (size_t)n * sizeof(double));
             status = rd_step(plant, config->integrator, dt, config->substeps, q + n, qd + n, applied, h, step_work,
                              qdd);
-        } else if (plant->forward_dynamics(q, qd, applied, h, plant->p, qdd) != 0) { /* last sample */
+        } else if (call_4_1(plant->forward_dynamics, q, qd, applied, h, plant->p, qdd) != 0) { /* last sample */
             status = RD_ERR_SINGULAR;
         }
         if (status != RD_OK)

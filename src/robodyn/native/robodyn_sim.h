@@ -2,10 +2,10 @@
  * robodyn_sim: fixed-step simulation and joint-space control laws on top of one
  * robot's generated dynamics.
  *
- * This file and robodyn_sim.c are static: the same for every robot, compiled into
- * each robot's extension module next to the generated <robot>_dynamics.c. They
- * reach the robot only through an rd_model table of function pointers, so a
- * controller may use another module's model (a deliberately wrong one, say).
+ * This file and robodyn_sim.c are part of the runtime extension robodyn._native,
+ * compiled once at `pip install`. They reach a robot only through the kernels of
+ * its rd_robot table (robodyn_abi.h), so a controller may use another robot
+ * module's model (a deliberately wrong one, say).
  * Nothing here allocates, keeps global state or calls back into Python: the
  * caller owns every array and a workspace of rd_workspace_size(n) doubles.
  *
@@ -15,23 +15,24 @@
 #ifndef ROBODYN_SIM_H
 #define ROBODYN_SIM_H
 
+#include "robodyn_abi.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* One robot's dynamics and the parameter vector they are evaluated with. */
+/* One robot's dynamics and the parameter vector they are evaluated with: the kernels of
+ * a robot module's rd_robot table (robodyn_abi.h) that the laws and integrators need. */
 typedef struct {
     int n;
     int n_params;      /* length of p */
     const double *p;
-    void (*mass_matrix)(const double *q, const double *p, double *out);
-    void (*coriolis_matrix)(const double *q, const double *qd, const double *p, double *out);
-    void (*gravity)(const double *q, const double *p, double *out);
-    void (*friction)(const double *qd, const double *p, double *out);
-    void (*inverse_dynamics)(const double *q, const double *qd, const double *qdd, const double *h,
-                             const double *p, double *out);
-    int (*forward_dynamics)(const double *q, const double *qd, const double *tau, const double *h,
-                            const double *p, double *out);
+    rd_kernel mass_matrix;       /* in: q              out: M (n x n) */
+    rd_kernel coriolis_matrix;   /* in: q, qd          out: C (n x n) */
+    rd_kernel gravity;           /* in: q              out: g */
+    rd_kernel friction;          /* in: qd             out: friction torque */
+    rd_kernel inverse_dynamics;  /* in: q, qd, qdd, h  out: tau */
+    rd_kernel forward_dynamics;  /* in: q, qd, tau, h  out: qdd; nonzero if M is not positive definite */
 } rd_model;
 
 /* Status codes. */

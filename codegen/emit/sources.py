@@ -1,0 +1,423 @@
+"""Stage 4: a RoutineSet becomes C99 sources (text only; no files are written here).
+
+Files, for a robot named ``rr``:
+
+* ``rr_dynamics.h``: the robot's C API. Its header comment states the generator
+  version, the description's SHA-256, the model, the joint and parameter order
+  and every routine's argument order.
+* ``rr_<routine>.c``: one routine per file, headed by the algorithm that produced
+  it and its operation count (one file each: they compile in parallel).
+* ``rr_table.c``: the ``rd_robot`` table the runtime calls through
+  (``robodyn/native/robodyn_abi.h``): each routine wrapped in the uniform kernel
+  signature, its shapes and cost, the parameter defaults and the metadata JSON.
+* ``robot_table.h``: what the static Cython binding needs to export the table.
+
+Each routine's outputs are assigned after common-subexpression elimination
+across all of them; a ``TreeSolve`` is unrolled as a sparse L^T D L
+factorisation for the kinematic tree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+
+import sympy as sp
+from robodyn._version import __version__
+
+from ..model.program import needed_definitions
+from ..model.routines import Expressions, RoutineDefinition, RoutineSet, TreeSolve
+from .printer import RobotCPrinter, count_operations, fold_constants
+
+
+@dataclass(frozen=True)
+class GeneratedSources:
+    """Everything the compile stage needs: file name -> text, which of them to compile, metadata."""
+
+    robot: str
+    files: dict
+    c_files: tuple[str, ...]  # translation units, largest first
+    metadata: dict
+    operation_counts: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+
+
+def _output_names(definition: RoutineDefinition) -> list[str]:
+    count = len(definition.routine.outputs)
+    return ["out"] if count == 1 else [f"out{k}" for k in range(count)]
+
+
+def signature(prefix: str, definition: RoutineDefinition) -> str:
+    routine = definition.routine
+    params = [f"const double *{a.name}" if a.optional else f"const double *restrict {a.name}"
+              for a in routine.arguments]
+    params += ["const double *restrict p"] + [f"double *restrict {name}" for name in _output_names(definition)]
+    result = "int" if routine.failure else "void"
+    return f"{result} {prefix}_{routine.name}({', '.join(params)})"
+
+
+class _Block:
+    """CSE and printing of assignment blocks for one routine."""
+
+    def __init__(self, definition: RoutineDefinition, routines: RoutineSet):
+        self.model = routines.model
+        names: dict[sp.Symbol, str] = {}
+        for argument, symbols in zip(definition.routine.arguments, definition.inputs):
+            cname = f"{argument.name}_or_zero" if argument.optional else argument.name
+            for index, symbol in enumerate(symbols):
+                names[symbol] = f"{cname}[{index}]"
+        for index, symbol in enumerate(self.model.parameters):
+            names[symbol] = f"p[{index}]"
+        self.names = names
+        self.operations = 0
+        self.cse_seconds = 0.0
+
+    def assign(self, assignments: list[tuple[str, sp.Expr]], tag: str, declare: bool = False) -> list[str]:
+        """CSE over all right-hand sides, then C statements ``target = value;``
+        (``declare``: the targets are new const locals)."""
+        indent = "    "
+        targets = [t for t, _ in assignments]
+        exprs = [fold_constants(e if isinstance(e, sp.Basic) else sp.Float(e)) for _, e in assignments]
+        started = time.perf_counter()
+        # Recursive route: the outputs refer to a program's intermediates, emitted first, in order.
+        prelude = needed_definitions(self.model.definitions, exprs) if self.model.definitions else []
+        replacements, reduced = sp.cse(exprs, symbols=sp.numbered_symbols(f"{tag}_"), optimizations="basic",
+                                       order="canonical")
+        replacements = [(symbol, fold_constants(value)) for symbol, value in prelude] + list(replacements)
+        self.cse_seconds += time.perf_counter() - started
+        names = dict(self.names)
+        for symbol, _ in replacements:
+            names[symbol] = symbol.name
+        printer = RobotCPrinter(names)
+        lines = []
+        for symbol, value in replacements:
+            text = printer.expression(value)
+            lines.append(f"{indent}const double {symbol.name} = {text};")
+            self.operations += count_operations(text)
+        for target, value in zip(targets, reduced):
+            lhs = f"const double {target}" if declare else target
+            text = printer.expression(value)
+            lines.append(f"{indent}{lhs} = {text};")
+            self.operations += count_operations(text)
+        return lines
+
+
+def _entries(matrix: sp.MatrixBase, target: str) -> list[tuple[str, sp.Expr]]:
+    rows, cols = matrix.shape
+    return [(f"{target}[{i * cols + j}]", matrix[i, j]) for i in range(rows) for j in range(cols)]
+
+
+def ltdl_solve(parents: tuple[int, ...], indent: str = "    ") -> list[str]:
+    """Unrolled sparse factorisation M = Lᵀ D L and solve M x = rhs (Featherstone's LTDL).
+
+    Factoring from the last joint to the first, with parents numbered before their
+    children, creates no fill-in: only entries (i, j) with j an ancestor of i are ever
+    touched, so a kinematic tree costs less than a dense LDLᵀ. The lower triangle of M
+    is read from ``m_i_j`` (i >= j) and the right-hand side from ``rhs_i``.
+    Returns -1 when a pivot is not positive (M not positive definite)."""
+    n = len(parents)
+
+    def ancestors(i: int) -> list[int]:
+        chain = []
+        i = parents[i]
+        while i >= 0:
+            chain.append(i)
+            i = parents[i]
+        return chain
+
+    lines = [f"{indent}/* M = L^T D L, unrolled for this kinematic tree (no fill-in). */"]
+    versions: dict[str, int] = {}
+
+    def fresh(prefix: str, expression: str) -> str:
+        """A new const local (C has no reassignment of const: each update gets a new name)."""
+        versions[prefix] = versions.get(prefix, 0) + 1
+        name = f"{prefix}_{versions[prefix]}"
+        lines.append(f"{indent}const double {name} = {expression};")
+        return name
+
+    current = {(i, j): f"m_{i}_{j}" for i in range(n) for j in [i, *ancestors(i)]}
+    for k in reversed(range(n)):
+        lines.append(f"{indent}if (!({current[(k, k)]} > 0.0)) return -1;")
+        for i in ancestors(k):
+            ratio = fresh(f"a_{k}_{i}", f"{current[(k, i)]} / {current[(k, k)]}")
+            for j in [i, *ancestors(i)]:
+                current[(i, j)] = fresh(f"f_{i}_{j}", f"{current[(i, j)]} - {ratio} * {current[(k, j)]}")
+            current[(k, i)] = ratio
+    lines.append(f"{indent}/* Solve L^T y = rhs, then D z = y, then L x = z. */")
+    value = {i: f"rhs_{i}" for i in range(n)}
+    for i in reversed(range(n)):
+        for j in ancestors(i):
+            value[j] = fresh(f"x_{j}", f"{value[j]} - {current[(i, j)]} * {value[i]}")
+    for i in range(n):
+        value[i] = fresh(f"x_{i}", f"{value[i]} / {current[(i, i)]}")
+    for i in range(n):
+        terms = " - ".join(f"{current[(i, j)]} * out[{j}]" for j in ancestors(i))
+        lines.append(f"{indent}out[{i}] = {value[i]}{' - ' + terms if terms else ''};")
+    lines.append(f"{indent}return 0;")
+    return lines
+
+
+def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str], int, float]:
+    """C statements of one routine, its operation count and its CSE time."""
+    routine, value = definition.routine, definition.value
+    block = _Block(definition, routines)
+    lines = [f"    const double *restrict {a.name}_or_zero = {a.name} ? {a.name} : zero_{a.name};"
+             for a in routine.arguments if a.optional]
+    outputs = _output_names(definition)
+    if isinstance(value, TreeSolve):
+        parents = value.parents
+
+        def related(i: int, j: int) -> bool:  # j is i or one of its ancestors
+            while i > j:
+                i = parents[i]
+            return i == j
+
+        n = len(parents)
+        lower = [(f"m_{i}_{j}", value.matrix[i, j]) for i in range(n) for j in range(i + 1) if related(i, j)]
+        rhs = [(f"rhs_{i}", value.rhs[i]) for i in range(n)]
+        # M's lower triangle and the right-hand side share subexpressions: one CSE block.
+        lines += block.assign(lower + rhs, routine.name, declare=True)
+        lines += ltdl_solve(parents)
+    elif value.guards:
+        guards = [(f"guard_{i}", g) for i, g in enumerate(value.guards)]
+        results = [(f"result_{k}_{i}", e) for k, matrix in enumerate(value.outputs) for i, e in enumerate(matrix)]
+        lines += block.assign(guards + results, routine.name, declare=True)
+        lines += [f"    if (!(guard_{i} > 0.0)) return -1;" for i in range(len(guards))]
+        for k, matrix in enumerate(value.outputs):
+            lines += [f"    {outputs[k]}[{i}] = result_{k}_{i};" for i in range(len(matrix))]
+        lines.append("    return 0;")
+    else:
+        assignments = [a for k, matrix in enumerate(value.outputs) for a in _entries(matrix, outputs[k])]
+        lines += block.assign(assignments, routine.name)
+        if routine.failure:
+            lines.append("    return 0;")
+    used = "\n".join(lines)
+    unused = [f"    (void){a.name};" for a in routine.arguments
+              if f"{a.name}[" not in used and f"{a.name}_or_zero[" not in used]
+    if "p[" not in used:
+        unused.append("    (void)p;")
+    if any(f"{a.name}_or_zero[" not in used for a in routine.arguments if a.optional):
+        # An optional argument whose value no output depends on: drop its unused alias.
+        lines = [line for line in lines if not any(line.startswith(f"    const double *restrict {a.name}_or_zero =")
+                                                   and f"{a.name}_or_zero[" not in used
+                                                   for a in routine.arguments if a.optional)]
+    return unused + lines, block.operations, block.cse_seconds
+
+
+def _c_string(text: str, width: int = 100) -> str:
+    """A C string literal, split into lines of at most ``width`` characters between escapes."""
+    tokens = ["\\\\" if c == "\\" else '\\"' if c == '"' else "\\?" if c == "?" else c for c in text]
+    lines, current = [], ""
+    for token in tokens:
+        if len(current) + len(token) > width:
+            lines.append(current)
+            current = ""
+        current += token
+    lines.append(current)
+    return "\n".join(f'    "{line}"' for line in lines)
+
+
+def build_metadata(routines: RoutineSet, operation_counts: dict) -> dict:
+    model = routines.model
+    description = model.description
+    return {
+        "generator": "robodyn-codegen",
+        "generator_version": __version__,
+        "robot": description.name,
+        "summary": description.summary,
+        "source_sha256": description.source_sha256,
+        "n": model.n,
+        "joint_names": [j.name for j in description.joints],
+        "joint_types": [j.kind for j in description.joints],
+        "link_names": [j.link_name for j in description.joints],
+        "limits": [{"lower": j.limits.lower, "upper": j.limits.upper, "velocity": j.limits.velocity,
+                    "effort": j.limits.effort} for j in description.joints],
+        "parameters": [{"name": p.name, "default": p.default} for p in description.parameters],
+        "method": model.method,
+        "options": routines.options.as_dict(),
+        "routines": {d.routine.name: {"algorithm": d.algorithm, "operations": operation_counts[d.routine.name]}
+                     for d in routines.definitions},
+    }
+
+
+def _header_comment(routines: RoutineSet, prefix: str, title: str, extra: list[str]) -> str:
+    model = routines.model
+    description = model.description
+    return "\n".join([
+        "/*",
+        f" * {title}",
+        f" * Generated by robodyn codegen {__version__} from a description with SHA-256",
+        f" * {description.source_sha256}. Do not edit: regenerate from the description instead.",
+        *[f" * {line}" if line else " *" for line in extra],
+        " */",
+    ])
+
+
+def _api_header(routines: RoutineSet, prefix: str, signatures: dict[str, str]) -> str:
+    model = routines.model
+    description = model.description
+    macro = prefix.upper()
+    n = model.n
+    parameter_lines = [f"  p[{i}] = {p.name} (default {p.default!r})" for i, p in enumerate(description.parameters)]
+    routine_lines = []
+    for definition in routines.definitions:
+        routine = definition.routine
+        routine_lines.append(f"  {signatures[routine.name]}")
+        routine_lines.append(f"      {routine.doc}")
+        dims = {"n": n}
+        for argument, symbols in zip(routine.arguments, definition.inputs):
+            note = ", may be NULL (zeros)" if argument.optional else ""
+            routine_lines.append(f"      {argument.name:<5} [{len(symbols)}] {argument.doc}{note}")
+        routine_lines.append(f"      {'p':<5} [{len(description.parameters)}] parameters")
+        for name, output in zip(_output_names(definition), routine.outputs):
+            shape = "x".join(str(s) for s in routine.shape(output, dims)) or "1"
+            routine_lines.append(f"      {name:<5} [{shape}] {output.doc}")
+        if routine.failure:
+            routine_lines.append(f"      returns 0, or -1 when {routine.failure}")
+        routine_lines.append(f"      algorithm: {definition.algorithm}")
+    comment = _header_comment(routines, prefix, f"Dynamics of robot '{prefix}': C API.", [
+        "",
+        f"Model: M(q) qdd + C(q, qd) qd + g(q) + Fv qd + Fs sgn(qd) = tau + J(q)^T h   (n = {n}),",
+        f"derived by the {model.method} route. Arrays are double, row-major; outputs must not overlap inputs.",
+        "Joint order: " + ", ".join(f"{i}:{j.name}({j.kind})" for i, j in enumerate(description.joints)),
+        "Parameters (settable at run time, array p):",
+        *(parameter_lines or ["  (none; p may be any pointer, it is not read)"]),
+        "Routines, arguments in order:",
+        *routine_lines,
+    ])
+    return "\n".join([
+        comment,
+        f"#ifndef {macro}_DYNAMICS_H",
+        f"#define {macro}_DYNAMICS_H",
+        "",
+        f"#define {macro}_NDOF {n}",
+        f"#define {macro}_NPARAMS {len(description.parameters)}",
+        "",
+        "#ifdef __cplusplus",
+        'extern "C" {',
+        "#endif",
+        "",
+        *[signatures[d.routine.name] + ";" for d in routines.definitions],
+        "",
+        "#ifdef __cplusplus",
+        "}",
+        "#endif",
+        "",
+        f"#endif /* {macro}_DYNAMICS_H */",
+        "",
+    ])
+
+
+def _table_source(routines: RoutineSet, prefix: str, metadata: dict, counts: dict) -> str:
+    model = routines.model
+    description = model.description
+    dims = {"n": model.n}
+    lines = [
+        _header_comment(routines, prefix, f"Dynamics of robot '{prefix}': the routine table of the robodyn runtime.", [
+            "",
+            "Each routine wrapped in the uniform kernel signature of robodyn_abi.h, with its",
+            "argument sizes, output shapes and operation count; the parameter defaults and the",
+            "metadata (JSON) the runtime reads.",
+        ]),
+        '#include "robodyn_abi.h"',
+        f'#include "{prefix}_dynamics.h"',
+        "",
+    ]
+    for definition in routines.definitions:
+        routine = definition.routine
+        arguments = [f"in[{k}]" for k in range(len(routine.arguments))] + ["p"]
+        arguments += [f"out[{k}]" for k in range(len(routine.outputs))]
+        call = f"{prefix}_{routine.name}({', '.join(arguments)})"
+        lines += [f"static int kernel_{routine.name}(const double *const *in, const double *p, double *const *out)",
+                  "{"]
+        lines += [f"    return {call};"] if routine.failure else [f"    {call};", "    return 0;"]
+        lines += ["}", ""]
+    entries = []
+    for definition in routines.definitions:
+        routine = definition.routine
+        sizes = ", ".join(str(len(symbols)) for symbols in definition.inputs)
+        ranks = ", ".join(str(len(o.shape)) for o in routine.outputs)
+        shapes = []
+        for output in routine.outputs:
+            shape = list(routine.shape(output, dims)) + [1, 1]
+            shapes.append(f"{{{shape[0]}, {shape[1]}}}")
+        entries.append(f'    {{"{routine.name}", kernel_{routine.name}, {len(routine.arguments)}, {{{sizes}}}, '
+                       f'{len(routine.outputs)}, {{{ranks}}}, {{{", ".join(shapes)}}}, {counts[routine.name]}L}},')
+    defaults = ", ".join(repr(float(p.default)) for p in description.parameters)
+    lines += [
+        f"static const rd_routine {prefix}_routines[{len(entries)}] = {{",
+        *entries,
+        "};",
+        "",
+    ]
+    if description.parameters:
+        lines += [f"static const double {prefix}_param_defaults[{len(description.parameters)}] = {{{defaults}}};", ""]
+    lines += [
+        f"static const char {prefix}_metadata_json[] =",
+        _c_string(json.dumps(metadata, sort_keys=True, separators=(",", ":"))) + ";",
+        "",
+        f"const rd_robot {prefix}_robot = {{",
+        f'    "{prefix}", {model.n}, {len(description.parameters)}, '
+        f'{prefix + "_param_defaults" if description.parameters else "0"}, {prefix}_metadata_json,',
+        f"    {len(entries)}, {prefix}_routines,",
+        "};",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def emit(routines: RoutineSet) -> GeneratedSources:
+    """Stage 4: RoutineSet -> GeneratedSources."""
+    from robodyn._native import ABI_HASH as abi_hash
+
+    start = time.perf_counter()
+    model = routines.model
+    prefix = model.description.name
+    signatures = {d.routine.name: signature(prefix, d) for d in routines.definitions}
+    files: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    cse_seconds = 0.0
+    for definition in routines.definitions:
+        routine = definition.routine
+        body, operations, seconds = _body(definition, routines)
+        counts[routine.name] = operations
+        cse_seconds += seconds
+        zeros = [f"static const double zero_{a.name}[{len(symbols)}] = {{0.0}};"
+                 for a, symbols in zip(routine.arguments, definition.inputs) if a.optional]
+        files[f"{prefix}_{routine.name}.c"] = "\n".join([
+            _header_comment(routines, prefix, f"Robot '{prefix}': {routine.name} ({routine.doc})", [
+                "",
+                f"Algorithm: {definition.algorithm}.",
+                f"Operations after common-subexpression elimination: {operations}.",
+                f"See {prefix}_dynamics.h for the arguments.",
+            ]),
+            "#include <math.h>",
+            f'#include "{prefix}_dynamics.h"',
+            "",
+            *zeros,
+            *([""] if zeros else []),
+            signatures[routine.name],
+            "{",
+            *body,
+            "}",
+            "",
+        ])
+    metadata = build_metadata(routines, counts)
+    files[f"{prefix}_dynamics.h"] = _api_header(routines, prefix, signatures)
+    files[f"{prefix}_table.c"] = _table_source(routines, prefix, metadata, counts)
+    files["robot_table.h"] = "\n".join([
+        f"/* The routine table of robot '{prefix}' (generated by robodyn codegen {__version__}). */",
+        '#include "robodyn_abi.h"',
+        f"#define ROBODYN_ROBOT_TABLE {prefix}_robot",
+        f'#define ROBODYN_CAPSULE_NAME "robodyn.rd_robot:{abi_hash}"',
+        f"extern const rd_robot {prefix}_robot;",
+        "",
+    ])
+    c_files = sorted((name for name in files if name.endswith(".c")),
+                     key=lambda name: (-len(files[name]), name))
+    content_hash = hashlib.sha256("".join(files[k] for k in sorted(files)).encode()).hexdigest()
+    return GeneratedSources(robot=prefix, files=files, c_files=tuple(c_files),
+                            metadata=dict(metadata, content_sha256=content_hash), operation_counts=counts,
+                            timings={"emit_s": time.perf_counter() - start, "cse_s": cse_seconds})

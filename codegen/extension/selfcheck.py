@@ -1,0 +1,151 @@
+"""Stage 6 (its numbers): the compiled module against the SymPy model and against identities.
+
+On random states, with the default parameters:
+
+* every compiled routine = its symbolic value (lambdify of the same SymPy
+  expressions, evaluated by NumPy independently of the C), to 1e-12 relative to
+  the largest entry; a ``TreeSolve`` against ``numpy.linalg.solve`` of its
+  lambdified matrix and right-hand side. This part is driven by the routine
+  table: a new routine is checked without touching this file;
+* identities between routines, where the robot has them: M symmetric positive
+  definite; Ṁ − 2C skew-symmetric (Ṁ by central differences along q̇);
+  inverse ∘ forward dynamics = identity, with and without a tool wrench.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import sympy as sp
+
+from ..model.program import needed_definitions
+from ..model.routines import RoutineDefinition, RoutineSet, TreeSolve
+
+SYMBOLIC_TOLERANCE = 1e-12
+IDENTITY_TOLERANCE = 1e-9
+SKEW_TOLERANCE = 1e-6  # finite differences of M limit this one
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    error: float
+    tolerance: float
+
+    @property
+    def passed(self) -> bool:
+        return bool(np.isfinite(self.error)) and self.error <= self.tolerance
+
+
+def random_inputs(routines: RoutineSet, count: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """A batch of ``count`` random values for every argument name used by the routines."""
+    rng = np.random.default_rng(seed)
+    model = routines.model
+    n = model.n
+    q = np.empty((count, n))
+    for i, joint in enumerate(model.description.joints):
+        low, high = (-np.pi, np.pi) if joint.kind == "revolute" else (-1.0, 1.0)
+        if joint.limits.lower is not None:
+            low = joint.limits.lower
+        if joint.limits.upper is not None:
+            high = joint.limits.upper
+        q[:, i] = rng.uniform(low, high, count)
+    values = {"q": q, "qd": rng.uniform(-2.0, 2.0, (count, n)), "qdd": rng.uniform(-2.0, 2.0, (count, n)),
+              "tau": rng.normal(0.0, 10.0, (count, n)), "h": rng.normal(0.0, 5.0, (count, 6))}
+    for definition in routines.definitions:  # arguments of routines added later: uniform in [-1, 1]
+        for argument, symbols in zip(definition.routine.arguments, definition.inputs):
+            if argument.name not in values:
+                values[argument.name] = rng.uniform(-1.0, 1.0, (count, len(symbols)))
+    return values
+
+
+def _relative(a: np.ndarray, b: np.ndarray) -> float:
+    scale = float(np.max(np.abs(b))) if b.size else 0.0
+    difference = float(np.max(np.abs(a - b))) if a.size else 0.0
+    return difference / scale if scale > 0 else difference
+
+
+def _vectorised(routines: RoutineSet, definition: RoutineDefinition, matrices) -> callable:
+    """f(inputs, params) -> list of arrays (samples, rows, cols), one per matrix; NumPy evaluates
+    all samples at once (each symbol's argument is a column of the batch)."""
+    model = routines.model
+    entries = [e for matrix in matrices for e in matrix]
+    prelude = needed_definitions(model.definitions, entries) if model.definitions else []
+    cse = (lambda exprs: (prelude, exprs)) if prelude else False
+    arguments = [list(symbols) for symbols in definition.inputs] + [list(model.parameters)]
+    function = sp.lambdify(arguments, entries, "numpy", cse=cse)
+
+    def evaluate(inputs: list[np.ndarray], params: np.ndarray) -> list[np.ndarray]:
+        count = inputs[0].shape[0]
+        flat = function(*[x.T for x in inputs], params)
+        values = [np.broadcast_to(np.asarray(v, dtype=float), (count,)) for v in flat]
+        result, start = [], 0
+        for matrix in matrices:
+            rows, cols = matrix.shape
+            block = np.stack(values[start:start + rows * cols], axis=1).reshape(count, rows, cols)
+            result.append(block)
+            start += rows * cols
+        return result
+
+    return evaluate
+
+
+def _reference(routines: RoutineSet, definition: RoutineDefinition, inputs: list[np.ndarray],
+               params: np.ndarray) -> list[np.ndarray]:
+    """The routine's outputs computed from its symbolic value, (samples, ...) each."""
+    value = definition.value
+    if isinstance(value, TreeSolve):
+        matrix, rhs = _vectorised(routines, definition, [value.matrix, value.rhs])(inputs, params)
+        return [np.linalg.solve(matrix, rhs)]
+    return _vectorised(routines, definition, list(value.outputs))(inputs, params)
+
+
+def run_selfcheck(robot, routines: RoutineSet, samples: int = 20, seed: int = 0) -> list[Check]:
+    """``robot`` is the compiled robot (a robodyn.Robot) with its default parameters."""
+    params = np.array([p.default for p in routines.model.description.parameters], dtype=float)
+    values = random_inputs(routines, samples, seed)
+    checks: list[Check] = []
+    for definition in routines.definitions:
+        routine = definition.routine
+        inputs = [values[a.name] for a in routine.arguments]
+        compiled = getattr(robot, routine.method)(*inputs)
+        compiled = [compiled] if len(routine.outputs) == 1 else list(compiled)
+        reference = _reference(routines, definition, inputs, params)
+        error = max(_relative(np.asarray(c).reshape(r.shape), r) for c, r in zip(compiled, reference))
+        checks.append(Check(f"compiled_vs_symbolic_{routine.name}", error, SYMBOLIC_TOLERANCE))
+    return checks + _identities(robot, routines, values)
+
+
+def _identities(robot, routines: RoutineSet, values: dict[str, np.ndarray]) -> list[Check]:
+    has = {d.routine.name for d in routines.definitions}
+    q_all, qd_all, tau_all, h_all = values["q"], values["qd"], values["tau"], values["h"]
+    checks = []
+    if "mass_matrix" in has:
+        M = robot.M(q_all)
+        checks.append(Check("symmetric", max(_relative(m, m.T) for m in M), 0.0))
+        smallest = min(float(np.linalg.eigvalsh(m)[0]) for m in M)
+        checks.append(Check("positive_definite", 0.0 if smallest > 0 else np.inf, 0.0))
+    if {"mass_matrix", "coriolis_matrix"} <= has:
+        eps = 1e-6
+        worst = 0.0
+        for q, qd in zip(q_all, qd_all):
+            M_dot = (robot.M(q + eps * qd) - robot.M(q - eps * qd)) / (2 * eps)
+            C = robot.C(q, qd)
+            N = M_dot - 2 * C
+            scale = max(np.max(np.abs(M_dot)), np.max(np.abs(C)), 1e-12)
+            worst = max(worst, float(np.max(np.abs(N + N.T)) / scale))
+        checks.append(Check("skew", worst, SKEW_TOLERANCE))
+    if {"inverse_dynamics", "forward_dynamics"} <= has:
+        qdd = robot.forward_dynamics(q_all, qd_all, tau_all)
+        error = max(_relative(t, r) for t, r in zip(robot.inverse_dynamics(q_all, qd_all, qdd), tau_all))
+        checks.append(Check("inverse_forward", error, IDENTITY_TOLERANCE))
+        qdd = robot.forward_dynamics(q_all, qd_all, tau_all, h_all)
+        error = max(_relative(t, r) for t, r in zip(robot.inverse_dynamics(q_all, qd_all, qdd, h_all), tau_all))
+        checks.append(Check("inverse_forward_wrench", error, IDENTITY_TOLERANCE))
+    return checks
+
+
+def report(checks: list[Check]) -> dict:
+    return {"passed": all(c.passed for c in checks),
+            "checks": [dict(asdict(c), passed=c.passed) for c in checks]}

@@ -1,0 +1,189 @@
+"""Stage 3: what each routine of the table computes, as SymPy values (no C yet).
+
+For every entry of the runtime's routine table (``robodyn.routines.TABLE``) the
+model stage defines its value here, in ``DEFINITIONS``: a function of the
+SymbolicModel that returns the routine's outputs, either as expressions
+(``Expressions``) or as the solution of a linear system with the mass matrix
+(``TreeSolve``), plus one line saying which algorithm produced it (it heads the
+generated C file). A routine without a definition, or whose definition returns
+None for a robot, is not compiled for it.
+
+Adding a routine: its table entry, and its definition here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Union
+
+import sympy as sp
+from robodyn.options import BuildOptions
+from robodyn.routines import TABLE, Routine
+
+from .lagrange import SymbolicModel
+
+
+@dataclass(frozen=True)
+class Expressions:
+    """Outputs given as expressions (a scalar output is a 1x1 matrix).
+
+    ``guards``: values that must be positive, else the routine fails (the articulated-body
+    algorithm's pivots: M positive definite)."""
+
+    outputs: tuple[sp.ImmutableMatrix, ...]
+    guards: tuple[sp.Expr, ...] = ()
+
+
+@dataclass(frozen=True)
+class TreeSolve:
+    """The output solves matrix · out = rhs, matrix symmetric positive definite with the sparsity of the
+    kinematic tree (``parents``): a sparse L^T D L factorisation unrolled for the tree, no inverse."""
+
+    matrix: sp.ImmutableMatrix
+    rhs: sp.ImmutableMatrix
+    parents: tuple[int, ...]
+
+
+Value = Union[Expressions, TreeSolve]
+
+
+@dataclass(frozen=True)
+class RoutineDefinition:
+    routine: Routine
+    value: Value
+    algorithm: str  # how it is computed: the header line of its generated C file
+    inputs: tuple[tuple[sp.Symbol, ...], ...]  # the symbols of each argument, in order
+
+
+@dataclass(frozen=True)
+class RoutineSet:
+    """The model and the definitions of the routines it will be compiled with, in table order."""
+
+    model: SymbolicModel
+    options: BuildOptions
+    definitions: tuple[RoutineDefinition, ...]
+
+    def get(self, name: str) -> RoutineDefinition | None:
+        return next((d for d in self.definitions if d.routine.name == name), None)
+
+
+def argument_symbols(model: SymbolicModel) -> dict[str, tuple[sp.Symbol, ...]]:
+    """The model's symbols for each argument name of the table."""
+    return {"q": model.q, "qd": model.qd, "qdd": model.qdd, "tau": model.tau, "h": model.wrench}
+
+
+def _matrix(value) -> sp.ImmutableMatrix:
+    if isinstance(value, sp.MatrixBase):
+        return sp.ImmutableMatrix(value)
+    return sp.ImmutableMatrix([[value]])
+
+
+def _route(model: SymbolicModel, lagrange: str, recursive: str) -> str:
+    return lagrange if model.method == "lagrange" else recursive
+
+
+def _mass_matrix(model, options):
+    return Expressions((_matrix(model.M),)), _route(
+        model, "M(q) = sum of m Jv^T Jv + Jw^T R I R^T Jw over links and rotors (Euler-Lagrange, closed form)",
+        "M(q) by the composite-rigid-body algorithm (recursive route)")
+
+
+def _coriolis_matrix(model, options):
+    return Expressions((_matrix(model.C),)), _route(
+        model, "C(q, qd) from the Christoffel symbols of M (Euler-Lagrange, closed form)",
+        "C(q, qd) by the recursive Coriolis-matrix algorithm of Echeandia & Wensing (2021)")
+
+
+def _gravity(model, options):
+    return Expressions((_matrix(model.g),)), _route(
+        model, "g(q) = dP/dq (Euler-Lagrange, closed form)", "g(q) by Newton-Euler with qd = qdd = 0")
+
+
+def _friction(model, options):
+    return Expressions((_matrix(model.friction),)), "Fv qd + Fs sgn(qd), joint by joint"
+
+
+def _nonlinear_effects(model, options):
+    return Expressions((_matrix(model.nonlinear_effects()),)), _route(
+        model, "C(q, qd) qd + g(q) + friction (Euler-Lagrange, closed form)",
+        "C(q, qd) qd + g(q) by recursive Newton-Euler with qdd = 0, plus friction")
+
+
+def _inverse_dynamics(model, options):
+    return Expressions((_matrix(model.inverse_dynamics(with_wrench=True)),)), _route(
+        model, "tau = M qdd + C qd + g + friction - J^T h (Euler-Lagrange, closed form)",
+        "tau by recursive Newton-Euler, plus friction - J^T h")
+
+
+def _forward_dynamics(model, options):
+    rhs = sp.Matrix(model.tau) - model.nonlinear_effects() + model.tool_jacobian.T * sp.Matrix(model.wrench)
+    if options.forward == "aba":
+        if model.aba is None:
+            from robodyn.errors import BuildError
+
+            raise BuildError("forward dynamics by the articulated-body algorithm needs the recursive route and a "
+                             "robot without motor rotors; use the default (--forward ltdl)")
+        qdd, pivots = model.aba
+        return (Expressions((_matrix(qdd),), guards=tuple(pivots)),
+                "qdd by the articulated-body algorithm (Featherstone); fails if a pivot D_i <= 0")
+    parents = tuple(joint.parent for joint in model.description.joints)
+    return (TreeSolve(sp.ImmutableMatrix(model.M), sp.ImmutableMatrix(rhs), parents),
+            "qdd solving M qdd = tau + J^T h - bias by a sparse L^T D L factorisation of M unrolled for the "
+            "kinematic tree (no fill-in); fails if M is not positive definite")
+
+
+def _kinetic_energy(model, options):
+    return Expressions((_matrix(model.kinetic_energy),)), "0.5 qd^T M(q) qd"
+
+
+def _potential_energy(model, options):
+    return Expressions((_matrix(model.potential_energy),)), "sum of -m g^T c over links and rotors"
+
+
+def _tool_pose(model, options):
+    return Expressions((_matrix(model.tool_pose),)), "product of the joint transforms to the tool frame"
+
+
+def _tool_jacobian(model, options):
+    return Expressions((_matrix(model.tool_jacobian),)), "geometric Jacobian: z x (p_tool - p_joint), z per joint"
+
+
+#: Routine name -> definition: (model, options) -> (value, algorithm) or None (not for this robot).
+DEFINITIONS: dict[str, Callable[[SymbolicModel, BuildOptions], tuple[Value, str] | None]] = {
+    "mass_matrix": _mass_matrix,
+    "coriolis_matrix": _coriolis_matrix,
+    "gravity": _gravity,
+    "friction": _friction,
+    "nonlinear_effects": _nonlinear_effects,
+    "inverse_dynamics": _inverse_dynamics,
+    "forward_dynamics": _forward_dynamics,
+    "kinetic_energy": _kinetic_energy,
+    "potential_energy": _potential_energy,
+    "tool_pose": _tool_pose,
+    "tool_jacobian": _tool_jacobian,
+}
+
+
+def define_routines(model: SymbolicModel, options: BuildOptions) -> RoutineSet:
+    """Stage 3: SymbolicModel -> RoutineSet (the value of every table routine this robot has)."""
+    import robodyn.routines
+
+    symbols = argument_symbols(model)
+    definitions = []
+    for routine in robodyn.routines.TABLE:  # read at call time: routines registered later count too
+        define = DEFINITIONS.get(routine.name)
+        result = define(model, options) if define is not None else None
+        if result is None:
+            continue
+        value, algorithm = result
+        inputs = tuple(symbols[a.name] for a in routine.arguments)
+        outputs = value.outputs if isinstance(value, Expressions) else (value.rhs,)
+        if len(outputs) != len(routine.outputs):
+            raise ValueError(f"routine {routine.name}: the table declares {len(routine.outputs)} outputs, "
+                             f"its definition gives {len(outputs)}")
+        definitions.append(RoutineDefinition(routine, value, algorithm, inputs))
+    return RoutineSet(model, options, tuple(definitions))
+
+
+__all__ = ["Expressions", "TreeSolve", "RoutineDefinition", "RoutineSet", "DEFINITIONS", "define_routines",
+           "argument_symbols", "TABLE"]

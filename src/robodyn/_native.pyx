@@ -1,0 +1,963 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, embedsignature=True, embedsignature.format=clinic, binding=False
+"""robodyn's native runtime, compiled once at ``pip install``.
+
+Every robot module built by the generator holds only its generated C and a
+constant table of routines (``native/robodyn_abi.h``), exported as a capsule.
+This module does everything else, for every robot:
+
+* ``RobotCore``, the base of ``robodyn.Robot``: the robot's table, its live
+  parameter vector, the GIL policy, and the one call path of every routine
+  (argument checks, ``out=`` buffers, batches);
+* ``routine_method``: the C method type that ``robodyn.Robot`` gets for each
+  entry of the routine table (``robodyn/routines.py``);
+* the compiled control laws (``ControlLaw``), integration steps and the
+  closed-loop simulation (``native/robodyn_sim.c``).
+
+Arrays are taken through the NumPy C API rather than typed memoryviews: a
+memoryview costs ~0.2 us per argument, a checked raw pointer a few ns. Every
+input must be a float64, C-contiguous, aligned, native-endian array of the
+right shape with finite values; lists and tuples are converted (slower).
+
+Per-call overhead (measure it with benchmarks/callgrind_calls.py): each call
+first tries a fast path for the common case -- one state, exact ndarrays that
+pass every check, ``out`` absent or exactly right. It only reads array headers
+and sums the values (a finite sum proves every value finite): no Python object
+is created, and no NumPy API is called unless the result must be allocated.
+Anything else -- lists, batches, subclasses, and every error -- takes the
+general path, which converts, loops over rows and raises with a precise
+message. The fast path accepts a subset of what the general path accepts and
+computes the same result.
+"""
+
+cimport cython
+cimport numpy as cnp
+from libc.math cimport isfinite
+from libc.stdint cimport uintptr_t
+from libc.string cimport strcmp
+
+from cpython.object cimport PyTypeObject
+from cpython.ref cimport Py_INCREF, PyObject, Py_XDECREF
+from cpython.mem cimport PyMem_Calloc, PyMem_Free
+from cpython.pycapsule cimport (PyCapsule_Destructor, PyCapsule_GetContext, PyCapsule_GetPointer,
+                                PyCapsule_IsValid, PyCapsule_New, PyCapsule_SetContext)
+from cpython.exc cimport PyErr_CheckSignals
+
+cdef extern from "robodyn_abi.h" nogil:
+    enum:
+        RD_MAX_INPUTS
+        RD_MAX_OUTPUTS
+    ctypedef int (*rd_kernel)(const double* const* inputs, const double* p, double* const* out) noexcept
+    ctypedef struct rd_routine:
+        const char* name
+        rd_kernel kernel
+        int n_inputs
+        int in_size[6]
+        int n_outputs
+        int out_rank[4]
+        int out_shape[4][2]
+        long operations
+    ctypedef struct rd_robot:
+        const char* robot
+        int n
+        int n_params
+        const double* param_defaults
+        const char* metadata_json
+        int n_routines
+        const rd_routine* routines
+
+cdef extern from "robodyn_sim.h" nogil:
+    ctypedef struct rd_model:
+        int n
+        int n_params
+        const double* p
+        rd_kernel mass_matrix
+        rd_kernel coriolis_matrix
+        rd_kernel gravity
+        rd_kernel friction
+        rd_kernel inverse_dynamics
+        rd_kernel forward_dynamics
+    ctypedef struct rd_reference:
+        int kind
+        double t0
+        double duration
+        const double* a
+        const double* b
+        const double* omega
+        const double* phase
+    ctypedef struct rd_controller:
+        int kind
+        const rd_model* model
+        const double* kp
+        const double* kd
+        const double* tau_limit
+        int friction_at_reference
+    ctypedef struct rd_law:
+        rd_controller controller
+        rd_reference reference
+    ctypedef struct rd_sim_config:
+        double period
+        long ticks
+        int integrator
+        int substeps
+        const double* disturbance
+        long disturbance_stride
+        const double* wrench
+        long wrench_stride
+        int measure_time
+        long first_sample
+        long end_sample
+    ctypedef struct rd_trajectory:
+        double* q
+        double* qd
+        double* qdd
+        double* tau
+        double* q_ref
+        double* qd_ref
+        double* qdd_ref
+        double* compute_time
+    enum:
+        RD_OK, RD_ERR_SINGULAR, RD_ERR_NONFINITE, RD_ERR_ARGUMENT
+        RD_REF_HOLD, RD_REF_STEP, RD_REF_SINE, RD_REF_QUINTIC
+        RD_CTRL_NONE, RD_CTRL_PD, RD_CTRL_PD_GRAVITY, RD_CTRL_COMPUTED_TORQUE, RD_CTRL_SLOTINE_LI
+        RD_EULER, RD_SEMI_IMPLICIT_EULER, RD_RK4
+    long rd_workspace_size(int n)
+    void rd_reference_eval(const rd_reference* ref, int n, double t, double* q, double* qd, double* qdd)
+    int rd_control(const rd_controller* ctrl, const double* q, const double* qd, const double* q_r,
+                   const double* qd_r, const double* qdd_r, double* tau, double* work)
+    int rd_step(const rd_model* plant, int integrator, double dt, int substeps, double* q, double* qd,
+                const double* tau, const double* h, double* work, double* qdd0)
+    int rd_simulate(const rd_model* plant, const rd_controller* ctrl, const rd_reference* ref,
+                    const rd_sim_config* config, const rd_trajectory* out, double* work, long* failed_tick)
+    double rd_monotonic()
+
+cdef extern from "robodyn_method.h":
+    ctypedef object (*rd_dispatch_fn)(object robot, int index, PyObject** args)
+    int rd_method_ready() except -1
+    object rd_method_new(int index, tuple names, int n_required, PyTypeObject* owner, rd_dispatch_fn dispatch)
+
+cdef extern from *:
+    """
+    /* The hash of robodyn_abi.h and robodyn_sim.h, defined by setup.py; robot modules and
+       control-law capsules carry the same hash in their capsule names. */
+    #ifndef RD_ABI_HASH
+    #error "RD_ABI_HASH must be defined by the build (setup.py)"
+    #endif
+    static const char rd_robot_capsule_name[] = "robodyn.rd_robot:" RD_ABI_HASH;
+    static const char rd_law_capsule_name[] = "robodyn.rd_law:" RD_ABI_HASH;
+    static const char rd_abi_hash[] = RD_ABI_HASH;
+    """
+    const char* rd_robot_capsule_name
+    const char* rd_law_capsule_name
+    const char* rd_abi_hash
+
+cdef extern from "numpy/arrayobject.h":
+    PyTypeObject PyArray_Type
+    # Steals a reference to descr.
+    object PyArray_NewFromDescr(PyTypeObject* subtype, cnp.dtype descr, int nd, const cnp.npy_intp* dims,
+                                const cnp.npy_intp* strides, void* data, int flags, object obj)
+
+import json as _json
+import numpy as np
+
+cnp.import_array()
+rd_method_ready()
+
+#: Hash of the C layout shared with robot modules (robodyn_abi.h, robodyn_sim.h).
+ABI_HASH = (<bytes>rd_abi_hash).decode("ascii")
+#: The capsule name a robot module's ``table`` must have.
+ROBOT_CAPSULE_NAME = (<bytes>rd_robot_capsule_name).decode("ascii")
+
+cdef enum:
+    WRENCH = 6
+    _LAYOUT = cnp.NPY_ARRAY_C_CONTIGUOUS | cnp.NPY_ARRAY_ALIGNED
+    _OUT_LAYOUT = cnp.NPY_ARRAY_C_CONTIGUOUS | cnp.NPY_ARRAY_ALIGNED | cnp.NPY_ARRAY_WRITEABLE
+
+# Releasing and re-taking the GIL costs ~75 ns here, several times the work of a small
+# robot's routine: in "auto" mode it is released for batches and for routines of at least
+# this many operations.
+HEAVY_OPERATIONS = 1000
+
+
+# ---------------------------------------------------------------------------
+# Fast-path checks: header reads only, no exceptions; a failure means "let the
+# general path decide" (it converts, or raises with the precise reason).
+
+cdef inline bint _is_double_layout(object x, int flags) noexcept:
+    """The ndarray x holds native-endian float64 and has all the ``flags`` (layout, writability)."""
+    return (cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.NPY_DOUBLE
+            and (cnp.PyArray_FLAGS(<cnp.ndarray>x) & flags) == flags
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>x))
+
+
+cdef inline const double* _fast_vector(object x, Py_ssize_t width) noexcept:
+    """Data of x if it is an exact ndarray of shape (width,) with a valid layout, else NULL."""
+    if (cnp.PyArray_CheckExact(x) and cnp.PyArray_NDIM(<cnp.ndarray>x) == 1
+            and cnp.PyArray_DIMS(<cnp.ndarray>x)[0] == width and _is_double_layout(x, _LAYOUT)):
+        return <const double*>cnp.PyArray_DATA(<cnp.ndarray>x)
+    return NULL
+
+
+cdef inline double* _fast_out(object out, int rank, const int* shape) noexcept:
+    """Data of ``out`` if it is a writable float64 array of exactly one result's shape, else NULL."""
+    if not cnp.PyArray_Check(out) or cnp.PyArray_NDIM(<cnp.ndarray>out) != rank:
+        return NULL
+    cdef cnp.npy_intp* dims = cnp.PyArray_DIMS(<cnp.ndarray>out)
+    if rank >= 1 and dims[0] != shape[0]:
+        return NULL
+    if rank == 2 and dims[1] != shape[1]:
+        return NULL
+    if not _is_double_layout(out, _OUT_LAYOUT):
+        return NULL
+    return <double*>cnp.PyArray_DATA(<cnp.ndarray>out)
+
+
+cdef extern from *:
+    """
+    /* Sum of x[0:n], two accumulators. If every x[i] is finite the sum is finite, except
+       for an overflow near 1e308; any NaN or infinity makes it NaN or infinite. So a finite
+       sum proves all values finite, and a non-finite one sends the call to the general
+       path, which checks the values one by one (and accepts an overflowing sum). */
+    static CYTHON_INLINE double robodyn_sum(const double *x, Py_ssize_t n) {
+        double a0 = 0.0, a1 = 0.0;
+        Py_ssize_t i = 0;
+        for (; i + 1 < n; i += 2) {
+            a0 += x[i];
+            a1 += x[i + 1];
+        }
+        if (i < n)
+            a0 += x[i];
+        return a0 + a1;
+    }
+    """
+    double _sum "robodyn_sum"(const double* x, Py_ssize_t n) noexcept nogil
+
+
+cdef cnp.dtype _FLOAT64 = np.dtype(np.float64)
+
+
+cdef inline cnp.ndarray _empty(int ndim, const cnp.npy_intp* dims):
+    """A new uninitialised C-ordered float64 array: PyArray_EMPTY minus its dtype lookups (~100 instructions)."""
+    Py_INCREF(_FLOAT64)
+    return <cnp.ndarray>PyArray_NewFromDescr(&PyArray_Type, _FLOAT64, ndim, dims, NULL, NULL, 0, None)
+
+
+# ---------------------------------------------------------------------------
+# General path: converts, handles batches, raises.
+
+cdef inline cnp.ndarray _as_array(object x, str name):
+    """x itself if it is an exact ndarray; lists/tuples are converted; anything else is refused."""
+    if cnp.PyArray_CheckExact(x):
+        return <cnp.ndarray>x
+    if isinstance(x, (list, tuple)):
+        try:
+            return np.array(x, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise TypeError(f"{name}: cannot convert to a float64 array ({exc})") from None
+    if isinstance(x, np.ndarray):
+        return np.asarray(x)  # a subclass: view it as a plain ndarray
+    raise TypeError(f"{name}: expected a numpy.ndarray of float64, got {type(x).__name__}")
+
+
+cdef inline int _check_layout(cnp.ndarray a, str name, bint writable) except -1:
+    if cnp.PyArray_TYPE(a) != cnp.NPY_DOUBLE:
+        raise TypeError(f"{name}: expected dtype float64, got {a.dtype}")
+    if not cnp.PyArray_IS_C_CONTIGUOUS(a) or not cnp.PyArray_ISALIGNED(a) or not cnp.PyArray_ISNOTSWAPPED(a):
+        raise ValueError(f"{name}: array must be C-contiguous, aligned and native-endian "
+                         "(use numpy.ascontiguousarray)")
+    if writable and not cnp.PyArray_ISWRITEABLE(a):
+        raise ValueError(f"{name}: array is read-only")
+    return 0
+
+
+cdef int _check_finite(const double* data, Py_ssize_t size, str name) except -1:
+    cdef Py_ssize_t i
+    if isfinite(_sum(data, size)):
+        return 0
+    for i in range(size):
+        if not isfinite(data[i]):
+            raise ValueError(f"{name}: contains NaN or infinity at flat index {i}")
+    return 0
+
+
+cdef inline bint _overlaps(const double* a, Py_ssize_t na, const double* b, Py_ssize_t nb) noexcept nogil:
+    return <uintptr_t>a < <uintptr_t>(b + nb) and <uintptr_t>b < <uintptr_t>(a + na)
+
+
+cdef cnp.ndarray _prepare(object x, str name, Py_ssize_t width, Py_ssize_t* batch,
+                          const double** ptr, Py_ssize_t* size):
+    """Check one array argument; fix or check the batch size (-1 unknown, 0 single state, >0 rows)."""
+    cdef cnp.ndarray a = _as_array(x, name)
+    _check_layout(a, name, False)
+    cdef int ndim = cnp.PyArray_NDIM(a)
+    if ndim == 1 and cnp.PyArray_DIM(a, 0) == width:
+        if batch[0] > 0:
+            raise ValueError(f"{name}: expected shape ({batch[0]}, {width}) like the other arguments, "
+                             f"got {(<object>a).shape}")
+        batch[0] = 0
+        size[0] = width
+    elif ndim == 2 and cnp.PyArray_DIM(a, 1) == width:
+        if batch[0] == 0 or (batch[0] > 0 and batch[0] != cnp.PyArray_DIM(a, 0)):
+            raise ValueError(f"{name}: batch shape {(<object>a).shape} does not match the other arguments")
+        if cnp.PyArray_DIM(a, 0) == 0:
+            raise ValueError(f"{name}: empty batch")
+        batch[0] = cnp.PyArray_DIM(a, 0)
+        size[0] = batch[0] * width
+    else:
+        raise ValueError(f"{name}: expected shape ({width},) or (N, {width}), got {(<object>a).shape}")
+    ptr[0] = <const double*>cnp.PyArray_DATA(a)
+    _check_finite(ptr[0], size[0], name)
+    return a
+
+
+cdef inline bint _shape_is(cnp.ndarray a, int ndim, cnp.npy_intp* dims) noexcept:
+    cdef int k
+    if cnp.PyArray_NDIM(a) != ndim:
+        return False
+    for k in range(ndim):
+        if cnp.PyArray_DIM(a, k) != dims[k]:
+            return False
+    return True
+
+
+cdef inline Py_ssize_t _out_size(const rd_routine* r, int k) noexcept nogil:
+    return <Py_ssize_t>r.out_shape[k][0] * r.out_shape[k][1]
+
+
+cdef Py_ssize_t _loop(const rd_routine* r, const double** ptrs, double** optrs, const double* p,
+                      Py_ssize_t count, bint batched) noexcept nogil:
+    """Run the kernel on each batch row; return the first failing row, or -1."""
+    cdef Py_ssize_t i
+    cdef int k
+    for i in range(count):
+        if r.kernel(ptrs, p, optrs) != 0:
+            return i
+        if batched:
+            for k in range(r.n_inputs):
+                if ptrs[k] != NULL:
+                    ptrs[k] = ptrs[k] + r.in_size[k]
+            for k in range(r.n_outputs):
+                optrs[k] = optrs[k] + _out_size(r, k)
+    return -1
+
+
+# ---------------------------------------------------------------------------
+# Routine methods: robodyn.Robot gets one per entry of the routine table.
+
+cdef class RobotCore
+
+# Per routine-table index: argument names (tuple of str) and optional-argument flags,
+# filled by make_method; read by the general path for messages.
+cdef list _ARGUMENT_NAMES = []
+cdef list _FAILURES = []
+cdef list _METHOD_NAMES = []
+
+
+cdef object _dispatch(object robot, int index, PyObject** args):
+    """Entry point of every routine method: self is a RobotCore (checked by the method)."""
+    return (<RobotCore>robot)._call(index, args)
+
+
+def make_method(int index, str method, tuple argument_names, int n_required, failure, owner):
+    """A routine method object for table entry ``index`` (robodyn.robot.install sets its documentation)."""
+    if not isinstance(owner, type) or not issubclass(owner, RobotCore):
+        raise TypeError("owner must be a subclass of RobotCore")
+    while len(_ARGUMENT_NAMES) <= index:
+        _ARGUMENT_NAMES.append(())
+        _FAILURES.append(None)
+        _METHOD_NAMES.append("")
+    _ARGUMENT_NAMES[index] = argument_names
+    _FAILURES[index] = failure
+    _METHOD_NAMES[index] = method
+    return rd_method_new(index, argument_names + ("out",), n_required, <PyTypeObject*>owner, _dispatch)
+
+
+cdef object _routine_failed(int index, Py_ssize_t row, bint batched):
+    where = f" (batch row {row})" if batched else ""
+    failure = _FAILURES[index] or "the routine reported an error"
+    raise ValueError(f"{_METHOD_NAMES[index]}: {failure}{where}")
+
+
+cdef const rd_routine* _find(const rd_robot* table, const char* name) noexcept:
+    cdef int i
+    for i in range(table.n_routines):
+        if strcmp(table.routines[i].name, name) == 0:
+            return &table.routines[i]
+    return NULL
+
+
+cdef class RobotCore:
+    """The compiled side of a robodyn.Robot: its routine table, parameters and GIL policy.
+
+    Not used directly: ``robodyn.Robot`` derives from it and gets the routine methods.
+    """
+
+    cdef object _extension          # the robot module: keeps its code loaded
+    cdef const rd_robot* _table
+    cdef int _n
+    cdef int _np
+    cdef cnp.ndarray _params
+    cdef double* _p
+    cdef int _gil_mode
+    cdef int _nslots
+    cdef const rd_routine** _slots  # by routine-table index; NULL: not in this robot
+    cdef unsigned* _optional        # bit k: argument k may be None
+    cdef char* _heavy
+    cdef rd_model _model
+    cdef bint _has_model
+    cdef cnp.ndarray _step_work
+
+    def __dealloc__(self):
+        PyMem_Free(self._slots)
+        PyMem_Free(self._optional)
+        PyMem_Free(self._heavy)
+
+    def _attach(self, extension, tuple routines):
+        """Bind a robot module: ``routines`` is the routine table as (name, argument count, output count,
+        optional flags) in table order. Called once by robodyn.Robot."""
+        if self._table != NULL:
+            raise RuntimeError("this robot is already bound to a module")
+        capsule = getattr(extension, "table", None)
+        if not PyCapsule_IsValid(capsule, rd_robot_capsule_name):
+            raise ImportError(f"{getattr(extension, '__file__', extension)!s}: not a robot module of this robodyn "
+                              f"runtime (expected a capsule {ROBOT_CAPSULE_NAME!r}; rebuild it)")
+        cdef const rd_robot* table = <const rd_robot*>PyCapsule_GetPointer(capsule, rd_robot_capsule_name)
+        cdef int count = len(routines)
+        cdef int i, k
+        cdef const rd_routine* r
+        self._slots = <const rd_routine**>PyMem_Calloc(max(count, 1), sizeof(rd_routine*))
+        self._optional = <unsigned*>PyMem_Calloc(max(count, 1), sizeof(unsigned))
+        self._heavy = <char*>PyMem_Calloc(max(count, 1), sizeof(char))
+        if self._slots == NULL or self._optional == NULL or self._heavy == NULL:
+            raise MemoryError()
+        for i, (name, n_arguments, n_outputs, optional) in enumerate(routines):
+            r = _find(table, (<str>name).encode("ascii"))
+            if r == NULL:
+                continue
+            if (r.n_inputs != n_arguments or r.n_outputs != n_outputs or r.n_inputs > RD_MAX_INPUTS
+                    or r.n_outputs > RD_MAX_OUTPUTS or r.kernel == NULL):
+                raise ImportError(f"{extension.__name__}: routine {name} was built for another routine table "
+                                  "(rebuild the robot)")
+            self._slots[i] = r
+            self._heavy[i] = r.operations >= HEAVY_OPERATIONS
+            for k, flag in enumerate(optional):
+                if flag:
+                    self._optional[i] |= 1u << k
+        self._nslots = count
+        self._extension = extension
+        self._table = table
+        self._n = table.n
+        self._np = table.n_params
+        self._params = np.array([table.param_defaults[i] for i in range(table.n_params)] or [0.0], dtype=np.float64)
+        self._p = <double*>cnp.PyArray_DATA(self._params)
+        self._gil_mode = 1
+        self._model.n = table.n
+        self._model.n_params = table.n_params
+        self._model.p = self._p
+        self._model.mass_matrix = self._kernel(b"mass_matrix")
+        self._model.coriolis_matrix = self._kernel(b"coriolis_matrix")
+        self._model.gravity = self._kernel(b"gravity")
+        self._model.friction = self._kernel(b"friction")
+        self._model.inverse_dynamics = self._kernel(b"inverse_dynamics")
+        self._model.forward_dynamics = self._kernel(b"forward_dynamics")
+        self._has_model = (self._model.mass_matrix != NULL and self._model.coriolis_matrix != NULL
+                           and self._model.gravity != NULL and self._model.friction != NULL
+                           and self._model.inverse_dynamics != NULL and self._model.forward_dynamics != NULL)
+        self._step_work = np.zeros(rd_workspace_size(self._n), dtype=np.float64)
+
+    cdef rd_kernel _kernel(self, const char* name) noexcept:
+        cdef const rd_routine* r = _find(self._table, name)
+        return NULL if r == NULL else r.kernel
+
+    cdef int _require_model(self) except -1:
+        if self._table == NULL:
+            raise RuntimeError("robot not bound to a compiled module")
+        if not self._has_model:
+            raise RuntimeError(f"robot {(<bytes>self._table.robot).decode()!r}: its module lacks a routine the "
+                               "control laws need")
+        return 0
+
+    # -- properties -------------------------------------------------------
+
+    @property
+    def n(self):
+        """Number of joints."""
+        return self._n
+
+    @property
+    def extension(self):
+        """The compiled robot module."""
+        return self._extension
+
+    @property
+    def routine_names(self):
+        """Names of the routines this robot's module provides, in its table's order."""
+        if self._table == NULL:
+            return ()
+        return tuple((<bytes>self._table.routines[i].name).decode("ascii") for i in range(self._table.n_routines))
+
+    @property
+    def operation_counts(self):
+        """Operations (after CSE) of each compiled routine."""
+        if self._table == NULL:
+            return {}
+        return {(<bytes>self._table.routines[i].name).decode("ascii"): self._table.routines[i].operations
+                for i in range(self._table.n_routines)}
+
+    @property
+    def metadata_json(self):
+        """The module's metadata (JSON text): joint names, types, limits, parameters, versions."""
+        return "" if self._table == NULL else (<bytes>self._table.metadata_json).decode("utf-8")
+
+    @property
+    def parameter_values(self):
+        """The live parameter vector (float64, order of the description); writes take effect at once."""
+        return self._params[:self._np]
+
+    @property
+    def release_gil(self):
+        """"auto" (default: batches and routines of 1000 operations or more), True (every call) or False."""
+        return {0: False, 1: "auto", 2: True}[self._gil_mode]
+
+    @release_gil.setter
+    def release_gil(self, value):
+        if isinstance(value, str) and value == "auto":
+            self._gil_mode = 1
+        elif value is True or value is False:
+            self._gil_mode = 2 if value else 0
+        else:
+            raise ValueError('release_gil must be "auto", True or False')
+
+    # -- the call path of every routine -------------------------------------
+
+    cdef object _call(self, int index, PyObject** args):
+        """Fast path for one valid state; everything else goes to ``_call_general``."""
+        if index >= self._nslots or self._slots[index] == NULL:
+            return self._unavailable(index)
+        cdef const rd_routine* r = self._slots[index]
+        cdef const double* ptrs[6]
+        cdef double* optrs[4]
+        cdef double scalar_result = 0.0
+        cdef double total = 0.0
+        cdef cnp.ndarray o
+        cdef cnp.npy_intp dims[2]
+        cdef int k, status
+        cdef PyObject* out = args[r.n_inputs]
+        for k in range(r.n_inputs):
+            if args[k] == NULL or <object>args[k] is None:
+                if not (self._optional[index] >> k) & 1u:
+                    return self._call_general(index, args)
+                ptrs[k] = NULL
+                continue
+            ptrs[k] = _fast_vector(<object>args[k], r.in_size[k])
+            if ptrs[k] == NULL:
+                return self._call_general(index, args)
+            total += _sum(ptrs[k], r.in_size[k])
+        total += _sum(self._p, self._np)
+        if not isfinite(total) or r.n_outputs != 1:  # a NaN or infinity (or an overflowing sum); a tuple result
+            return self._call_general(index, args)
+
+        cdef Py_ssize_t out_size = _out_size(r, 0)
+        if out != NULL and <object>out is not None:
+            optrs[0] = _fast_out(<object>out, r.out_rank[0], r.out_shape[0])
+            if optrs[0] == NULL:
+                return self._call_general(index, args)
+            for k in range(r.n_inputs):
+                if ptrs[k] != NULL and _overlaps(ptrs[k], r.in_size[k], optrs[0], out_size):
+                    return self._call_general(index, args)
+        elif r.out_rank[0] == 0:
+            optrs[0] = &scalar_result
+        else:
+            dims[0] = r.out_shape[0][0]
+            dims[1] = r.out_shape[0][1]
+            o = _empty(r.out_rank[0], dims)
+            optrs[0] = <double*>cnp.PyArray_DATA(o)
+
+        if self._gil_mode == 2 or (self._gil_mode == 1 and self._heavy[index]):
+            with nogil:
+                status = r.kernel(ptrs, self._p, optrs)
+        else:
+            status = r.kernel(ptrs, self._p, optrs)
+        if status != 0:
+            return _routine_failed(index, 0, False)
+        if out != NULL and <object>out is not None:
+            return <object>out
+        if r.out_rank[0] == 0:
+            return scalar_result
+        return o
+
+    cdef object _unavailable(self, int index):
+        if self._table == NULL:
+            raise RuntimeError("robot not bound to a compiled module")
+        raise NotImplementedError(f"{_METHOD_NAMES[index]}: this robot's module has no such routine (its model "
+                                  "does not define it, or it was built before the routine existed)")
+
+    cdef object _call_general(self, int index, PyObject** args):
+        """Validate inputs, allocate or check ``out``, call the kernel once or per batch row."""
+        cdef const rd_routine* r = self._slots[index]
+        cdef tuple names = <tuple>_ARGUMENT_NAMES[index]
+        cdef const double* ptrs[6]
+        cdef double* optrs[4]
+        cdef Py_ssize_t sizes[6]
+        cdef Py_ssize_t batch = -1
+        cdef Py_ssize_t count, failed
+        cdef int k, j, endim
+        cdef cnp.npy_intp edims[3]
+        cdef cnp.npy_intp one[1]
+        cdef double scalar_result = 0.0
+        cdef cnp.ndarray o
+        cdef list keep = []   # converted arrays stay alive while their pointers are used
+        cdef list results = []
+        one[0] = 1
+        for k in range(r.n_inputs):
+            ptrs[k] = NULL
+            sizes[k] = 0
+            if args[k] == NULL or <object>args[k] is None:
+                if not (self._optional[index] >> k) & 1u:
+                    raise TypeError(f"{_METHOD_NAMES[index]}: {names[k]} must be an array, not None")
+                continue
+            keep.append(_prepare(<object>args[k], names[k], r.in_size[k], &batch, &ptrs[k], &sizes[k]))
+        _check_finite(self._p, self._np, "params")
+        count = batch if batch > 0 else 1
+
+        out = None if args[r.n_inputs] == NULL else <object>args[r.n_inputs]
+        if out is not None and r.n_outputs > 1:
+            if not isinstance(out, tuple) or len(<tuple>out) != r.n_outputs:
+                raise TypeError(f"out: expected a tuple of {r.n_outputs} arrays")
+        for k in range(r.n_outputs):
+            endim = 0
+            if batch > 0:
+                edims[endim] = batch
+                endim += 1
+            if r.out_rank[k] >= 1:
+                edims[endim] = r.out_shape[k][0]
+                endim += 1
+            if r.out_rank[k] == 2:
+                edims[endim] = r.out_shape[k][1]
+                endim += 1
+            name = "out" if r.n_outputs == 1 else f"out[{k}]"
+            given = None if out is None else (out if r.n_outputs == 1 else (<tuple>out)[k])
+            if given is None:
+                if endim == 0:
+                    o = None
+                    optrs[k] = &scalar_result
+                else:
+                    o = _empty(endim, edims)
+                    optrs[k] = <double*>cnp.PyArray_DATA(o)
+            else:
+                if not cnp.PyArray_Check(given):
+                    raise TypeError(f"{name}: expected a numpy.ndarray, got {type(given).__name__}")
+                o = <cnp.ndarray>given
+                _check_layout(o, name, True)
+                if not _shape_is(o, endim, edims) and not (endim == 0 and _shape_is(o, 1, one)):
+                    expected = tuple([edims[j] for j in range(endim)])
+                    raise ValueError(f"{name}: expected shape {expected}, got {(<object>o).shape}")
+                optrs[k] = <double*>cnp.PyArray_DATA(o)
+            for j in range(r.n_inputs):
+                if ptrs[j] != NULL and _overlaps(ptrs[j], sizes[j], optrs[k], count * _out_size(r, k)):
+                    raise ValueError(f"{name}: must not share memory with {names[j]}")
+            for j in range(k):
+                if _overlaps(optrs[j], count * _out_size(r, j), optrs[k], count * _out_size(r, k)):
+                    raise ValueError(f"{name}: must not share memory with another output")
+            results.append(o)
+
+        if self._gil_mode == 2 or (self._gil_mode == 1 and (batch > 0 or self._heavy[index])):
+            with nogil:
+                failed = _loop(r, ptrs, optrs, self._p, count, batch > 0)
+        else:
+            failed = _loop(r, ptrs, optrs, self._p, count, batch > 0)
+        if failed >= 0:
+            return _routine_failed(index, failed, batch > 0)
+        if r.n_outputs == 1:
+            return scalar_result if results[0] is None else results[0]
+        for k in range(r.n_outputs):
+            if results[k] is None:
+                results[k] = scalar_result
+        return tuple(results)
+
+    # -- simulation (robodyn.simulation documents the conventions) --------
+
+    def _control_law(self, str controller, kp=None, kd=None, tau_limit=None, str reference="hold", double t0=0.0,
+                    double duration=0.0, a=None, b=None, omega=None, phase=None, bint friction_at_reference=False):
+        """A compiled control law that uses this robot as its model (see ControlLaw)."""
+        self._require_model()
+        return ControlLaw(self, controller, kp, kd, tau_limit, reference, t0, duration, a, b, omega, phase,
+                          friction_at_reference)
+
+    def _step(self, q, qd, tau, h=None, double dt=1e-3, int substeps=1, str integrator="rk4"):
+        """Advance the state arrays q and qd in place by ``substeps`` steps of dt, torque and wrench held."""
+        self._require_model()
+        method = INTEGRATORS.get(integrator)
+        if method is None:
+            raise ValueError(f"unknown integrator {integrator!r}; expected one of {', '.join(INTEGRATORS)}")
+        if not (dt > 0.0 and isfinite(dt)) or substeps < 1:
+            raise ValueError("dt must be positive and finite and substeps at least 1")
+        cdef int n = self._n
+        # Fast path as for the routines: exact, writable, finite ndarrays that do not overlap.
+        cdef double* qp = <double*>_fast_vector(q, n)
+        cdef double* qdp = <double*>_fast_vector(qd, n)
+        cdef const double* taup = _fast_vector(tau, n)
+        cdef const double* hp = NULL if h is None else _fast_vector(h, WRENCH)
+        if (qp == NULL or qdp == NULL or taup == NULL or (h is not None and hp == NULL)
+                or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>q) or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>qd)
+                or _overlaps(qp, n, qdp, n)
+                or not isfinite(_sum(qp, n) + _sum(qdp, n) + _sum(taup, n) + _sum(self._p, self._np)
+                                + (0.0 if hp == NULL else _sum(hp, WRENCH)))):
+            qp = _data(_checked(q, "q", -1, n, True))
+            qdp = _data(_checked(qd, "qd", -1, n, True))
+            _check_finite(qp, n, "q")
+            _check_finite(qdp, n, "qd")
+            taup = _data(_checked(tau, "tau", -1, n, False))
+            hp = NULL if h is None else _data(_checked(h, "h", -1, WRENCH, False))
+            if _overlaps(qp, n, qdp, n):
+                raise ValueError("q and qd must not share memory")
+            _check_finite(self._p, self._np, "params")
+        cdef int status = rd_step(&self._model, method, dt, substeps, qp, qdp, taup, hp,
+                                  <double*>cnp.PyArray_DATA(self._step_work), NULL)
+        if status != RD_OK:
+            _raise_status(status, "step")
+
+    def _simulate(self, law, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, compute_time, double period,
+                 str integrator="rk4", int substeps=1, disturbance=None, wrench=None, bint measure_time=True):
+        """Closed-loop simulation over len(q) - 1 control periods, in C without the GIL.
+
+        ``law``: a ControlLaw capsule (``ControlLaw.capsule()``, whose model may be another robot with
+        the same n). q and qd: (ticks + 1, n) arrays whose first row is the initial state; the
+        other outputs are arrays of the same shape or None (compute_time: (ticks + 1,)).
+        """
+        self._require_model()
+        cdef int n = self._n
+        if integrator not in INTEGRATORS:
+            raise ValueError(f"unknown integrator {integrator!r}; expected one of {', '.join(INTEGRATORS)}")
+        if not PyCapsule_IsValid(law, rd_law_capsule_name):
+            raise TypeError("law: expected ControlLaw.capsule() from this robodyn runtime")
+        cdef rd_law* c_law = <rd_law*>PyCapsule_GetPointer(law, rd_law_capsule_name)
+        if c_law.controller.model.n != n:
+            raise ValueError(f"law: its model has {c_law.controller.model.n} joints, this robot {n}")
+        if not (period > 0.0 and isfinite(period)) or substeps < 1:
+            raise ValueError("period must be positive and finite and substeps at least 1")
+        if not cnp.PyArray_Check(q) or cnp.PyArray_NDIM(<cnp.ndarray>q) != 2:
+            raise ValueError("q: expected an array of shape (ticks + 1, n)")
+        cdef Py_ssize_t rows = cnp.PyArray_DIM(<cnp.ndarray>q, 0)
+        if rows < 1:
+            raise ValueError("q: needs at least one row (the initial state)")
+        arrays = [_checked(q, "q", rows, n, True), _checked(qd, "qd", rows, n, True)]
+        _check_finite(_data(arrays[0]), n, "q[0]")
+        _check_finite(_data(arrays[1]), n, "qd[0]")
+        for name, value in (("qdd", qdd), ("tau", tau), ("q_ref", q_ref), ("qd_ref", qd_ref), ("qdd_ref", qdd_ref)):
+            arrays.append(None if value is None else _checked(value, name, rows, n, True))
+        if (q_ref is None) != (qd_ref is None) or (q_ref is None) != (qdd_ref is None):
+            raise ValueError("q_ref, qd_ref and qdd_ref go together")
+        cdef cnp.ndarray times = None
+        if compute_time is not None:
+            times = _checked(compute_time.reshape(rows, 1) if cnp.PyArray_Check(compute_time) else compute_time,
+                             "compute_time", rows, 1, True)
+        views = [a for a in arrays if a is not None] + ([] if times is None else [times])
+        for i in range(len(views)):
+            for j in range(i + 1, len(views)):
+                if np.shares_memory(views[i], views[j]):
+                    raise ValueError("output arrays must not share memory")
+        cdef rd_sim_config config
+        config.period = period
+        config.ticks = rows - 1
+        config.integrator = INTEGRATORS[integrator]
+        config.substeps = substeps
+        disturbance_array = _rows_or_constant(disturbance, "disturbance", rows, n, &config.disturbance_stride)
+        wrench_array = _rows_or_constant(wrench, "wrench", rows, WRENCH, &config.wrench_stride)
+        config.disturbance = _data(disturbance_array)
+        config.wrench = _data(wrench_array)
+        config.measure_time = measure_time and times is not None
+        _check_finite(self._p, self._np, "params")
+        _check_finite(c_law.controller.model.p, c_law.controller.model.n_params, "controller model params")
+        cdef rd_trajectory out
+        out.q = _data(arrays[0])
+        out.qd = _data(arrays[1])
+        out.qdd = _data(arrays[2])
+        out.tau = _data(arrays[3])
+        out.q_ref = _data(arrays[4])
+        out.qd_ref = _data(arrays[5])
+        out.qdd_ref = _data(arrays[6])
+        out.compute_time = _data(times)
+        cdef cnp.ndarray work = np.zeros(rd_workspace_size(n), dtype=np.float64)
+        cdef double* work_data = _data(work)
+        cdef long failed = -1
+        cdef int status = RD_OK
+        # In chunks, so that Ctrl-C (checked between chunks) stops a long run within milliseconds.
+        config.end_sample = 0
+        while status == RD_OK and config.end_sample <= config.ticks:
+            config.first_sample = config.end_sample
+            config.end_sample = min(config.first_sample + SIMULATION_CHUNK, config.ticks + 1)
+            with nogil:
+                status = rd_simulate(&self._model, &c_law.controller, &c_law.reference, &config, &out, work_data,
+                                     &failed)
+            if status == RD_OK:
+                PyErr_CheckSignals()
+        if status != RD_OK:
+            _raise_status(status, f"simulation stopped at tick {failed} (t = {failed * period:.6g} s)")
+
+
+# ---------------------------------------------------------------------------
+# Control laws (static C in robodyn_sim.c). These are the compiled back end of
+# robodyn.control and robodyn.simulation, which document the laws, gains and
+# conventions; the entry points here check every array they are given (shape,
+# dtype, layout, finiteness) so a mistake raises, never crashes.
+
+cdef long SIMULATION_CHUNK = 4096  # ticks between checks for Ctrl-C: ~2 ms (rr) to ~20 ms (6-joint arm)
+INTEGRATORS = {"euler": RD_EULER, "semi-implicit-euler": RD_SEMI_IMPLICIT_EULER, "rk4": RD_RK4}
+CONTROLLERS = {"none": RD_CTRL_NONE, "pd": RD_CTRL_PD, "pd-gravity": RD_CTRL_PD_GRAVITY,
+               "computed-torque": RD_CTRL_COMPUTED_TORQUE, "slotine-li": RD_CTRL_SLOTINE_LI}
+REFERENCES = {"hold": RD_REF_HOLD, "step": RD_REF_STEP, "sine": RD_REF_SINE, "quintic": RD_REF_QUINTIC}
+
+
+cdef cnp.ndarray _checked(object x, str name, Py_ssize_t rows, Py_ssize_t width, bint writable):
+    """x as a float64 array of shape (width,) if rows < 0, else (rows, width); finite unless writable."""
+    if not cnp.PyArray_Check(x):
+        raise TypeError(f"{name}: expected a numpy.ndarray of float64, got {type(x).__name__}")
+    cdef cnp.ndarray a = <cnp.ndarray>x
+    _check_layout(a, name, writable)
+    cdef tuple expected = (width,) if rows < 0 else (<object>rows, <object>width)
+    if (<object>a).shape != expected:
+        raise ValueError(f"{name}: expected shape {expected}, got {(<object>a).shape}")
+    if not writable:
+        _check_finite(<const double*>cnp.PyArray_DATA(a), cnp.PyArray_SIZE(a), name)
+    return a
+
+
+cdef inline double* _data(object a):
+    return NULL if a is None else <double*>cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
+cdef object _raise_status(int status, str where):
+    if status == RD_ERR_SINGULAR:
+        raise FloatingPointError(f"{where}: the mass matrix is not positive definite; check the parameters")
+    if status == RD_ERR_NONFINITE:
+        raise FloatingPointError(f"{where}: the state or torque became NaN or infinite (the simulation diverged; "
+                                 "try a smaller step, more substeps or lower gains)")
+    raise ValueError(f"{where}: invalid argument (integrator, controller kind or step)")
+
+
+cdef void _release_law(object capsule) noexcept:
+    """Capsule destructor: drop the reference to the ControlLaw that owns the C structs."""
+    Py_XDECREF(<PyObject*>PyCapsule_GetContext(capsule))
+
+
+cdef cnp.ndarray _rows_or_constant(object x, str name, Py_ssize_t rows, Py_ssize_t width, long* stride):
+    """None, a constant (width,) array (stride 0) or one row per sample (stride width)."""
+    if x is None:
+        stride[0] = 0
+        return None
+    if cnp.PyArray_Check(x) and cnp.PyArray_NDIM(<cnp.ndarray>x) == 2:
+        stride[0] = width
+        return _checked(x, name, rows, width, False)
+    stride[0] = 0
+    return _checked(x, name, -1, width, False)
+
+
+@cython.final
+cdef class ControlLaw:
+    """A built-in control law bound to its model and reference, evaluated in C.
+
+    Holds its own workspace: one object must not be called from two threads at once.
+    """
+
+    cdef rd_law _law
+    cdef RobotCore _model
+    cdef int _n
+    cdef tuple _arrays     # keeps gains and reference arrays alive
+    cdef cnp.ndarray _work
+    cdef cnp.ndarray _ref_q, _ref_qd, _ref_qdd
+
+    def __cinit__(self, RobotCore model not None, str controller, kp, kd, tau_limit, str reference, double t0,
+                  double duration, a, b, omega, phase, bint friction_at_reference=False):
+        model._require_model()
+        if controller not in CONTROLLERS:
+            raise ValueError(f"unknown controller {controller!r}; expected one of {', '.join(CONTROLLERS)}")
+        if reference not in REFERENCES:
+            raise ValueError(f"unknown reference {reference!r}; expected one of {', '.join(REFERENCES)}")
+        cdef int n = model._n
+        self._n = n
+        self._model = model
+        self._law.controller.kind = CONTROLLERS[controller]
+        self._law.controller.model = &model._model
+        arrays = []
+        for name, value in (("kp", kp), ("kd", kd), ("tau_limit", tau_limit), ("a", a), ("b", b),
+                            ("omega", omega), ("phase", phase)):
+            arrays.append(None if value is None else _checked(value, name, -1, n, False))
+        self._arrays = tuple(arrays)
+        for name, array in zip(("kp", "kd", "tau_limit"), arrays[:3]):
+            if array is not None and np.any(array < 0.0):
+                raise ValueError(f"{name}: must be non-negative")
+        if self._law.controller.kind != RD_CTRL_NONE and (arrays[0] is None or arrays[1] is None):
+            raise ValueError(f"controller {controller!r} needs both gain vectors")
+        self._law.controller.kp = _data(arrays[0])
+        self._law.controller.kd = _data(arrays[1])
+        self._law.controller.tau_limit = _data(arrays[2])
+        self._law.controller.friction_at_reference = friction_at_reference
+        kind = REFERENCES[reference]
+        needed = {RD_REF_HOLD: (3,), RD_REF_STEP: (3, 4), RD_REF_SINE: (3, 4, 5, 6), RD_REF_QUINTIC: (3, 4)}[kind]
+        for index in needed:
+            if arrays[index] is None:
+                raise ValueError(f"reference {reference!r} needs {('a', 'b', 'omega', 'phase')[index - 3]}")
+        if kind == RD_REF_QUINTIC and not duration > 0.0:
+            raise ValueError("reference 'quintic': duration must be positive")
+        self._law.reference.kind = kind
+        self._law.reference.t0 = t0
+        self._law.reference.duration = duration
+        self._law.reference.a = _data(arrays[3])
+        self._law.reference.b = _data(arrays[4])
+        self._law.reference.omega = _data(arrays[5])
+        self._law.reference.phase = _data(arrays[6])
+        self._work = np.zeros(rd_workspace_size(n), dtype=np.float64)
+        self._ref_q = np.zeros(n)
+        self._ref_qd = np.zeros(n)
+        self._ref_qdd = np.zeros(n)
+
+    def capsule(self):
+        """The C law (rd_law*) for a robot's simulate(); the capsule keeps this law alive."""
+        capsule = PyCapsule_New(&self._law, rd_law_capsule_name, <PyCapsule_Destructor>_release_law)
+        Py_INCREF(self)
+        PyCapsule_SetContext(capsule, <void*>self)
+        return capsule
+
+    def reference(self, double t):
+        """(q_r, qd_r, qdd_r) at time t, as new arrays."""
+        q = np.empty(self._n)
+        qd = np.empty(self._n)
+        qdd = np.empty(self._n)
+        rd_reference_eval(&self._law.reference, self._n, t, _data(q), _data(qd), _data(qdd))
+        return q, qd, qdd
+
+    def __call__(self, double t, q, qd, out=None):
+        """Joint torque for the state (q, qd) at time t."""
+        cdef int n = self._n
+        cdef const double* qp = _fast_vector(q, n)
+        cdef const double* qdp = _fast_vector(qd, n)
+        cdef double* tp
+        cdef cnp.ndarray result
+        if qp == NULL or qdp == NULL or not isfinite(_sum(qp, n) + _sum(qdp, n)):
+            q = _checked(_as_array(q, "q"), "q", -1, n, False)
+            qd = _checked(_as_array(qd, "qd"), "qd", -1, n, False)
+            qp = _data(q)
+            qdp = _data(qd)
+        cdef cnp.npy_intp dims[1]
+        if out is None:
+            dims[0] = n
+            result = _empty(1, dims)
+        else:
+            result = _checked(out, "out", -1, n, True)
+            if _overlaps(_data(result), n, qp, n) or _overlaps(_data(result), n, qdp, n):
+                raise ValueError("out: must not share memory with q or qd")
+        tp = <double*>cnp.PyArray_DATA(result)
+        cdef double* work = <double*>cnp.PyArray_DATA(self._work)
+        cdef double* rq = <double*>cnp.PyArray_DATA(self._ref_q)
+        cdef double* rqd = <double*>cnp.PyArray_DATA(self._ref_qd)
+        cdef double* rqdd = <double*>cnp.PyArray_DATA(self._ref_qdd)
+        rd_reference_eval(&self._law.reference, n, t, rq, rqd, rqdd)
+        cdef int status = rd_control(&self._law.controller, qp, qdp, rq, rqd, rqdd, tp, work)
+        if status != RD_OK:
+            _raise_status(status, "controller")
+        return result
+
+
+def monotonic():
+    """CLOCK_MONOTONIC in seconds, as the compiled loop measures compute time."""
+    return rd_monotonic()

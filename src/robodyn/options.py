@@ -1,0 +1,188 @@
+"""Build options: how a description becomes a model, declared once.
+
+``BuildOptions`` is shared by ``python -m codegen``, ``robodyn.load`` and every
+``python -m robodyn`` subcommand: each field declares its command-line flag and
+help, and ``add_arguments`` / ``from_arguments`` derive the command lines from
+the fields, so every command accepts the same options. The options are part of
+every robot's cache key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any, Iterable, Mapping
+
+__all__ = ["BuildOptions", "METHODS", "FORWARD_METHODS", "add_arguments", "from_arguments", "parse_assignments",
+           "cache_arguments"]
+
+#: Derivation routes: closed forms by Euler-Lagrange, or recursive algorithms; "auto" picks by size.
+METHODS = ("auto", "lagrange", "recursive")
+#: Forward dynamics: M, bias and a sparse L^T D L solve, or the articulated-body algorithm.
+FORWARD_METHODS = ("ltdl", "aba")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
+
+
+def _option(flag: str, help: str, **argparse_options):
+    return {"flag": flag, "help": help, "argparse": argparse_options}
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How to derive and compile a robot (all optional; the defaults suit most robots)."""
+
+    method: str = field(default="auto", metadata=_option(
+        "--method", "derivation route: 'lagrange' (Euler-Lagrange closed forms with Christoffel symbols), "
+        "'recursive' (Newton-Euler, composite rigid body, recursive Coriolis matrix) or 'auto' (Lagrange up to "
+        "3 joints, recursive beyond; default)", choices=METHODS))
+    forward: str = field(default="ltdl", metadata=_option(
+        "--forward", "forward dynamics: 'ltdl' (M, bias and a sparse L^T D L solve; default, any robot) or 'aba' "
+        "(articulated-body algorithm; recursive route, no motor rotors)", choices=FORWARD_METHODS))
+    simplify: bool = field(default=True, metadata=_option(
+        "--no-simplify", "skip trigonometric simplification on the Lagrange route (faster derivation, larger "
+        "expressions)"))
+    lock: tuple[tuple[str, float], ...] = field(default=(), metadata=_option(
+        "--lock", "URDF: freeze a joint at a position (repeatable), e.g. --lock panda_finger_joint1=0",
+        metavar="JOINT=VALUE"))
+    runtime_parameters: bool = field(default=False, metadata=_option(
+        "--runtime-parameters", "URDF: keep masses, centres of mass, inertias and friction as parameters settable "
+        "at run time (default: compiled in as numbers)"))
+    tool: str | None = field(default=None, metadata=_option(
+        "--tool", "the link that carries the tool frame (fk, jacobian and the wrench h refer to its origin); "
+        "default: the description's tool, else the last link", metavar="LINK"))
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise ValueError(f"method: expected one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.forward not in FORWARD_METHODS:
+            raise ValueError(f"forward: expected one of {', '.join(FORWARD_METHODS)}, got {self.forward!r}")
+        for name in ("simplify", "runtime_parameters"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name}: expected True or False, got {getattr(self, name)!r}")
+        object.__setattr__(self, "lock", _lock_pairs(self.lock))
+        if self.tool is not None and (not isinstance(self.tool, str) or not _NAME.match(self.tool)):
+            raise ValueError(f"tool: expected a link name, got {self.tool!r}")
+
+    @property
+    def lock_map(self) -> dict[str, float]:
+        return dict(self.lock)
+
+    def replace(self, **changes) -> "BuildOptions":
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        unknown = set(changes) - set(values)
+        if unknown:
+            raise TypeError(f"unknown build option(s): {', '.join(sorted(unknown))}; "
+                            f"known: {', '.join(values)}")
+        values.update(changes)
+        return BuildOptions(**values)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-able values (the cache key and the manifest use this)."""
+        return {"method": self.method, "forward": self.forward, "simplify": self.simplify,
+                "lock": [[name, value] for name, value in self.lock], "runtime_parameters": self.runtime_parameters,
+                "tool": self.tool}
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "BuildOptions":
+        values = dict(values)
+        values["lock"] = tuple(tuple(pair) for pair in values.get("lock", ()))
+        return cls(**values)
+
+    def flags(self) -> list[str]:
+        """These options as command-line flags (what to type to get them again)."""
+        out = []
+        default = BuildOptions()
+        if self.method != default.method:
+            out += ["--method", self.method]
+        if self.forward != default.forward:
+            out += ["--forward", self.forward]
+        if not self.simplify:
+            out.append("--no-simplify")
+        for name, value in self.lock:
+            out += ["--lock", f"{name}={value:g}"]
+        if self.runtime_parameters:
+            out.append("--runtime-parameters")
+        if self.tool is not None:
+            out += ["--tool", self.tool]
+        return out
+
+
+def _lock_pairs(value) -> tuple[tuple[str, float], ...]:
+    items: Iterable = value.items() if isinstance(value, Mapping) else (value or ())
+    pairs = {}
+    for item in items:
+        try:
+            name, position = item
+        except (TypeError, ValueError):
+            raise TypeError(f"lock: expected a mapping of joint names to positions, got {value!r}") from None
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ValueError(f"lock: {name!r} is not a joint name")
+        if isinstance(position, bool) or not isinstance(position, (int, float)):
+            try:
+                import numpy as np
+
+                ok = isinstance(position, (np.integer, np.floating))
+            except ImportError:  # pragma: no cover - numpy is a dependency
+                ok = False
+            if not ok:
+                raise TypeError(f"lock: {name}: expected a number, got {position!r}")
+        position = float(position)
+        if not math.isfinite(position):
+            raise ValueError(f"lock: {name}: position must be finite, got {position}")
+        pairs[name] = position
+    return tuple(sorted(pairs.items()))
+
+
+def parse_assignments(items: list[str], option: str) -> dict[str, float]:
+    """NAME=NUMBER options (--lock, --set, --model-set) as a dict; ValueError names the option and item."""
+    values = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            sep = ""
+        else:
+            if not math.isfinite(number):
+                raise ValueError(f"{option} {item!r}: the value must be a finite number")
+            values[name.strip()] = number
+        if not sep or not name.strip():
+            raise ValueError(f"{option} {item!r}: expected NAME=NUMBER")
+    return values
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model options (one per BuildOptions field) and the cache options, on a parser."""
+    group = parser.add_argument_group("model options (the same on every command)")
+    for spec in fields(BuildOptions):
+        meta = spec.metadata
+        extra = dict(meta["argparse"])
+        if spec.type in ("bool", bool) or isinstance(spec.default, bool):
+            action = "store_false" if spec.default else "store_true"
+            group.add_argument(meta["flag"], dest=spec.name, action=action, help=meta["help"])
+        elif spec.name == "lock":
+            group.add_argument(meta["flag"], dest=spec.name, action="append", default=[], help=meta["help"], **extra)
+        else:
+            group.add_argument(meta["flag"], dest=spec.name, default=spec.default, help=meta["help"], **extra)
+    cache_arguments(parser)
+
+
+def cache_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("cache")
+    group.add_argument("--cache-dir", "--out", dest="cache_dir", metavar="DIR",
+                       help="where compiled robots live (default: $ROBODYN_CACHE_DIR, else $XDG_CACHE_HOME/robodyn, "
+                            "else ~/.cache/robodyn)")
+    group.add_argument("--force", action="store_true", help="rebuild even if the cache holds this robot")
+
+
+def from_arguments(args: argparse.Namespace) -> BuildOptions:
+    """BuildOptions from parsed arguments; ValueError names the bad option."""
+    values = {}
+    for spec in fields(BuildOptions):
+        value = getattr(args, spec.name)
+        if spec.name == "lock":
+            value = tuple(parse_assignments(value, "--lock").items())
+        values[spec.name] = value
+    return BuildOptions(**values)

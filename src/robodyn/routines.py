@@ -1,0 +1,194 @@
+"""The routine table: every compiled routine of a robot, declared once.
+
+Each entry gives a routine's C name, its ``Robot`` method, its arguments, its
+outputs (shapes in terms of the robot's dimensions), its documentation and its
+cost class. Everything else is derived from this list:
+
+* the generator (``codegen``) emits one C function per entry for which the model
+  stage defines a value, and lists them in the robot module's ``rd_robot`` table
+  (``native/robodyn_abi.h``);
+* ``robodyn.Robot`` gets one real method per entry (name, signature, docstring),
+  installed on the class by ``install`` (``help(robodyn.Robot)`` lists them);
+* the post-build self-check compares every compiled routine with its symbolic value;
+* the benchmarks time every routine;
+* ``robot.pyi``'s routine section is rendered by ``render_stub`` (a test keeps it current).
+
+Adding a routine: an entry here, and its definition in the model stage
+(``codegen/model/routines.py``). Nothing else.
+
+Conventions of every routine method: one state of shape (n,) per argument, or a
+batch of shape (N, n) (results get a leading N); ``out=`` a preallocated float64
+array of the result's shape (then nothing is allocated; for several outputs, a
+tuple of arrays); inputs float64, C-contiguous and finite (lists are converted,
+anything else raises TypeError or ValueError).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+__all__ = ["Argument", "Output", "Routine", "TABLE", "COST_CLASSES", "by_name", "register", "table_fingerprint",
+           "render_stub"]
+
+#: How a routine's work grows with the number of joints n along the recursive route
+#: (the Lagrange route's closed forms grow faster). The GIL policy does not use it: it
+#: uses each compiled routine's measured operation count.
+COST_CLASSES = ("O(1)", "O(n)", "O(n^2)", "O(n^3)")
+
+
+@dataclass(frozen=True)
+class Argument:
+    """An array argument. ``size`` is a dimension name ("n") or a number ("6")."""
+
+    name: str
+    size: str
+    doc: str
+    optional: bool = False  # may be None: the routine then reads zeros
+
+
+@dataclass(frozen=True)
+class Output:
+    """An output; ``shape`` () is a scalar (a float for one state)."""
+
+    shape: tuple[str, ...]
+    doc: str
+
+
+@dataclass(frozen=True)
+class Routine:
+    name: str  # C name, prefixed by the robot's: rr_mass_matrix
+    method: str  # Robot method
+    arguments: tuple[Argument, ...]
+    outputs: tuple[Output, ...]
+    doc: str
+    cost: str
+    failure: str | None = None  # what a nonzero status of the C routine means (None: it cannot fail)
+
+    def __post_init__(self):
+        if self.cost not in COST_CLASSES:
+            raise ValueError(f"routine {self.name}: cost {self.cost!r} is not one of {COST_CLASSES}")
+        names = [a.name for a in self.arguments]
+        if len(set(names)) != len(names) or "out" in names:
+            raise ValueError(f"routine {self.name}: argument names must be distinct and not 'out'")
+        required = [not a.optional for a in self.arguments]
+        if required != sorted(required, reverse=True):
+            raise ValueError(f"routine {self.name}: optional arguments must come last")
+        if not self.outputs:
+            raise ValueError(f"routine {self.name}: needs an output")
+
+    @property
+    def n_required(self) -> int:
+        return sum(not a.optional for a in self.arguments)
+
+    def shape(self, output: Output, dims: dict[str, int]) -> tuple[int, ...]:
+        """An output's shape for one state, with the robot's dimensions."""
+        return tuple(_size(s, dims) for s in output.shape)
+
+    def signature_text(self) -> str:
+        params = [a.name + ("=None" if a.optional else "") for a in self.arguments]
+        return f"{self.method}({', '.join(params + ['out=None'])})"
+
+    def docstring(self) -> str:
+        """The method's docstring: summary, arguments, result, conventions."""
+        lines = [self.doc, "", "Arguments (one state, or a batch with a leading dimension N):"]
+        lines += [f"    {a.name} ({a.size},): {a.doc}" + (" (optional)" if a.optional else "") for a in self.arguments]
+        if len(self.outputs) == 1:
+            output = self.outputs[0]
+            shape = "a float (N,) for a batch" if not output.shape else f"({', '.join(output.shape)})"
+            lines += ["", f"Returns {shape}: {output.doc}"]
+        else:
+            lines += ["", "Returns a tuple:"]
+            lines += [f"    ({', '.join(o.shape)}): {o.doc}" for o in self.outputs]
+        lines += ["", "out: a preallocated float64 array of the result's shape (a tuple of arrays for several "
+                      "outputs); the call then allocates nothing and returns it."]
+        if self.failure:
+            lines += [f"Raises ValueError when {self.failure}."]
+        lines += [f"Cost class: {self.cost} along the recursive route."]
+        return "\n".join(lines)
+
+
+def _size(size: str, dims: dict[str, int]) -> int:
+    return int(size) if size.isdigit() else dims[size]
+
+
+_Q = Argument("q", "n", "joint positions [rad or m]")
+_QD = Argument("qd", "n", "joint velocities")
+_QDD = Argument("qdd", "n", "joint accelerations")
+_TAU = Argument("tau", "n", "joint torques or forces")
+_H = Argument("h", "6", "wrench the environment exerts on the tool origin: force, then moment, base frame",
+              optional=True)
+
+TABLE: tuple[Routine, ...] = (
+    Routine("mass_matrix", "M", (_Q,), (Output(("n", "n"), "M(q), symmetric positive definite"),),
+            "Joint-space inertia matrix M(q).", "O(n^2)"),
+    Routine("coriolis_matrix", "C", (_Q, _QD), (Output(("n", "n"), "C(q, qd)"),),
+            "Coriolis and centrifugal matrix C(q, qd) from Christoffel symbols: Mdot - 2C is skew-symmetric.",
+            "O(n^2)"),
+    Routine("gravity", "g", (_Q,), (Output(("n",), "g(q) = dP/dq"),), "Gravity torques g(q).", "O(n)"),
+    Routine("friction", "friction", (_QD,), (Output(("n",), "Fv qd + Fs sgn(qd)"),),
+            "Joint friction torques: viscous plus Coulomb (sgn(0) = 0).", "O(n)"),
+    Routine("nonlinear_effects", "nonlinear_effects", (_Q, _QD), (Output(("n",), "C(q, qd) qd + g(q) + friction"),),
+            "Bias torques: Coriolis, centrifugal, gravity and friction.", "O(n)"),
+    Routine("inverse_dynamics", "inverse_dynamics", (_Q, _QD, _QDD, _H),
+            (Output(("n",), "tau = M qdd + C qd + g + friction - J^T h"),),
+            "Inverse dynamics: the joint torques that produce qdd.", "O(n)"),
+    Routine("forward_dynamics", "forward_dynamics", (_Q, _QD, _TAU, _H),
+            (Output(("n",), "qdd solving M qdd = tau + J^T h - C qd - g - friction"),),
+            "Forward dynamics: joint accelerations under the torques tau (no matrix inverse).", "O(n^2)",
+            failure="the mass matrix is not positive definite at the state (check the parameters)"),
+    Routine("kinetic_energy", "kinetic_energy", (_Q, _QD), (Output((), "0.5 qd^T M(q) qd"),),
+            "Kinetic energy.", "O(n)"),
+    Routine("potential_energy", "potential_energy", (_Q,), (Output((), "gravitational potential energy"),),
+            "Gravitational potential energy, zero with every link's centre of mass at the base origin height.",
+            "O(n)"),
+    Routine("tool_pose", "fk", (_Q,), (Output(("4", "4"), "homogeneous transform base -> tool"),),
+            "Forward kinematics: pose of the tool frame in the base frame.", "O(n)"),
+    Routine("tool_jacobian", "jacobian", (_Q,),
+            (Output(("6", "n"), "linear velocity of the tool origin, then angular velocity (base frame)"),),
+            "Geometric Jacobian of the tool frame.", "O(n)"),
+)
+
+
+def by_name(name: str) -> Routine:
+    for routine in TABLE:
+        if routine.name == name:
+            return routine
+    raise KeyError(f"no routine {name!r} in the table")
+
+
+def register(routine: Routine) -> None:
+    """Append a routine to the table and give ``robodyn.Robot`` its method (robots built from then on
+    have it when the model stage defines it). For extensions and tests; the built-in routines are
+    declared in TABLE above."""
+    global TABLE
+    if any(r.name == routine.name or r.method == routine.method for r in TABLE):
+        raise ValueError(f"routine {routine.name!r} or method {routine.method!r} already exists")
+    TABLE = TABLE + (routine,)
+    from .robot import Robot, install
+
+    install(Robot, TABLE)
+
+
+def table_fingerprint() -> str:
+    """A hash of the table's layout (names, arguments, outputs): part of every robot's cache key."""
+    layout = [(r.name, [(a.name, a.size, a.optional) for a in r.arguments], [o.shape for o in r.outputs],
+               r.failure is not None) for r in TABLE]
+    return hashlib.sha256(repr(layout).encode()).hexdigest()
+
+
+def render_stub() -> str:
+    """The routine methods of ``robodyn.Robot`` as stub text (the generated section of robot.pyi)."""
+    lines = []
+    for r in TABLE:
+        params = ", ".join(["self"] + [f"{a.name}: ArrayLike" + (" | None = None" if a.optional else "")
+                                       for a in r.arguments])
+        if len(r.outputs) == 1:
+            result = "np.ndarray | float" if not r.outputs[0].shape else "np.ndarray"
+            out = "np.ndarray | None = None"
+        else:
+            result = "tuple[np.ndarray, ...]"
+            out = "tuple[np.ndarray, ...] | None = None"
+        lines.append(f"    def {r.method}({params}, out: {out}) -> {result}:")
+        lines.append(f'        """{r.doc}"""')
+    return "\n".join(lines) + "\n"
