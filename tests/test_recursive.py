@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from codegen import derive, resolve_method
+from codegen import derive
+from codegen.model import resolve_method
 from codegen.model.program import needed_definitions
 from conftest import LAGRANGE_EXAMPLES, ROBOTS
 

@@ -180,7 +180,7 @@ def test_metadata_and_selfcheck(rr):
     assert rr.metadata["generator_version"]
     assert len(rr.metadata["source_sha256"]) == 64
     assert rr.selfcheck["passed"] is True
-    assert {c["name"] for c in rr.selfcheck["checks"]} >= {"skew", "inverse_forward", "compiled_vs_symbolic_M"}
+    assert {c["name"] for c in rr.selfcheck["checks"]} >= {"skew", "inverse_forward", "compiled_vs_symbolic_mass_matrix"}
 
 
 def test_load_reports_bad_description(tmp_path):

@@ -46,7 +46,7 @@ REFERENCES = [
 @pytest.mark.parametrize("reference", REFERENCES, ids=lambda r: r.kind)
 def test_compiled_reference_matches_numpy(reference, load):
     robot = load("rr")
-    law = robot._dynamics.control_law("none", **reference.c_arguments())
+    law = robot._control_law("none", **reference.c_arguments())
     times = np.concatenate([np.linspace(-0.2, 1.2, 57), [0.1, 0.25, 0.9]])
     expected = reference.evaluate(times)
     for k, t in enumerate(times):
@@ -104,13 +104,13 @@ def test_compiled_control_law_matches_numpy(name, kind, load):
     rng = np.random.default_rng(5)
     reference = Sine(np.zeros(robot.n), 0.4, 0.6)
     kp, kd = rng.uniform(1, 50, robot.n), rng.uniform(1, 20, robot.n)
-    law = robot._dynamics.control_law(kind, kp=kp, kd=kd, **reference.c_arguments())
+    law = robot._control_law(kind, kp=kp, kd=kd, **reference.c_arguments())
     for t in (0.0, 0.3, 1.7):
         q, qd = random_state(robot, rng)
         expected = _numpy_law(robot, kind, kp, kd, q, qd, *reference.evaluate(t))
         np.testing.assert_allclose(law(t, q, qd), expected, rtol=1e-12, atol=1e-10)
     if kind in ("computed-torque", "slotine-li"):
-        planned = robot._dynamics.control_law(kind, kp=kp, kd=kd, friction_at_reference=True,
+        planned = robot._control_law(kind, kp=kp, kd=kd, friction_at_reference=True,
                                               **reference.c_arguments())
         q, qd = random_state(robot, rng)
         q_r, qd_r, qdd_r = reference.evaluate(0.9)
@@ -118,7 +118,7 @@ def test_compiled_control_law_matches_numpy(name, kind, load):
                                    _numpy_law(robot, kind, kp, kd, q, qd, q_r, qd_r, qdd_r, friction_at=qd_r),
                                    rtol=1e-12, atol=1e-10)
     limit = np.full(robot.n, 0.5)
-    saturated = robot._dynamics.control_law(kind, kp=kp * 1e3, kd=kd, tau_limit=limit, **reference.c_arguments())
+    saturated = robot._control_law(kind, kp=kp * 1e3, kd=kd, tau_limit=limit, **reference.c_arguments())
     q, qd = random_state(robot, rng)
     tau = saturated(0.2, q, qd)
     assert np.all(np.abs(tau) <= limit) and np.any(np.abs(tau) == limit)
@@ -401,7 +401,7 @@ def test_cross_model_controller_from_another_module(load, cache_dir):
     """The controller's model may be a different compiled description with the same joints."""
     robot = load("rr")
     other = robodyn.load(ROBOTS / "rr.yaml", cache_dir=cache_dir, method="recursive")
-    assert other._dynamics.__class__ is not robot._dynamics.__class__
+    assert other.extension is not robot.extension
     a = simulate(robot, SlotineLi(other, MOTION["rr"]), duration=0.5)
     b = simulate(robot, SlotineLi(robot.copy(), MOTION["rr"]), duration=0.5)
     np.testing.assert_allclose(a.q, b.q, rtol=1e-10, atol=1e-12)
@@ -477,24 +477,24 @@ def test_capsule_keeps_its_law_alive_and_low_level_checks(load):
     import gc
 
     robot = load("rr")
-    dynamics = robot._dynamics
-    capsule = dynamics.control_law("pd", kp=np.ones(2), kd=np.ones(2), a=np.full(2, 0.3)).capsule()
+    dynamics = robot
+    capsule = dynamics._control_law("pd", kp=np.ones(2), kd=np.ones(2), a=np.full(2, 0.3)).capsule()
     gc.collect()  # the ControlLaw object has no other reference now
     q, qd = np.zeros((11, 2)), np.zeros((11, 2))
-    dynamics.simulate(capsule, q, qd, None, None, None, None, None, None, 1e-3)
-    law = dynamics.control_law("pd", kp=np.ones(2), kd=np.ones(2), a=np.full(2, 0.3))
+    dynamics._simulate(capsule, q, qd, None, None, None, None, None, None, 1e-3)
+    law = dynamics._control_law("pd", kp=np.ones(2), kd=np.ones(2), a=np.full(2, 0.3))
     q_live, qd_live = np.zeros((11, 2)), np.zeros((11, 2))
-    dynamics.simulate(law.capsule(), q_live, qd_live, None, None, None, None, None, None, 1e-3)
+    dynamics._simulate(law.capsule(), q_live, qd_live, None, None, None, None, None, None, 1e-3)
     np.testing.assert_array_equal(q, q_live)
     with pytest.raises(TypeError):
-        type(dynamics.control_law("none", a=np.zeros(2)))(None, "pd", np.ones(2), np.ones(2), None, "hold",
+        type(dynamics._control_law("none", a=np.zeros(2)))(None, "pd", np.ones(2), np.ones(2), None, "hold",
                                                           0.0, 0.0, np.zeros(2), None, None, None)
     with pytest.raises(ValueError, match="tau_limit"):
-        dynamics.control_law("pd", kp=np.ones(2), kd=np.ones(2), tau_limit=-np.ones(2), a=np.zeros(2))
+        dynamics._control_law("pd", kp=np.ones(2), kd=np.ones(2), tau_limit=-np.ones(2), a=np.zeros(2))
     with pytest.raises(ValueError, match="share memory"):
-        dynamics.simulate(capsule, q, qd, None, None, None, None, None, q.reshape(-1)[11:], 1e-3)
+        dynamics._simulate(capsule, q, qd, None, None, None, None, None, q.reshape(-1)[11:], 1e-3)
     with pytest.raises(ValueError, match="finite"):
-        dynamics.step(np.zeros(2), np.zeros(2), np.zeros(2), dt=np.inf)
+        dynamics._step(np.zeros(2), np.zeros(2), np.zeros(2), dt=np.inf)
     with pytest.raises(ValueError, match="finite"):
         Quintic([0.0], [1.0], duration=1.0, t0=np.nan)
     step = Step([0.0, 0.0], [1.0, 1.0], time=0.5)
@@ -605,7 +605,7 @@ def test_controller_model_with_other_joint_count_is_refused(load):
         simulate(robot, ComputedTorque(rrr, MOTION["rrr"]), duration=0.1)
     rows = np.zeros((3, 2))
     with pytest.raises(TypeError, match="capsule"):  # not a law of this robodyn's struct layout
-        robot._dynamics.simulate(object(), rows, rows.copy(), None, None, None, None, None, None, 1e-3)
+        robot._simulate(object(), rows, rows.copy(), None, None, None, None, None, None, 1e-3)
 
 
 # ---------------------------------------------------------------- command line

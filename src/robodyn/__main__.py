@@ -2,6 +2,8 @@
 
     python -m robodyn demo ROBOT.yaml
     python -m robodyn simulate ROBOT.yaml --controller computed-torque --duration 5 --rate 1000 --json out.json
+
+Every subcommand takes the same model options as ``python -m codegen`` (robodyn.options).
 """
 
 from __future__ import annotations
@@ -24,10 +26,17 @@ def _time_call(function, *args, repeat: int = 5, number: int = 20000) -> float:
     return best
 
 
-def demo(path: str, cache_dir: str | None) -> int:
+def _load(args):
     import robodyn
 
-    robot = robodyn.load(path, cache_dir=cache_dir, verbose=True)
+    from .options import from_arguments
+
+    return robodyn.load(args.description, from_arguments(args), cache_dir=args.cache_dir, force=args.force,
+                        verbose=not getattr(args, "quiet", False))
+
+
+def demo(args) -> int:
+    robot = _load(args)
     n = robot.n
     print(f"\n{robot!r}")
     print("parameters: " + (", ".join(f"{k}={v:g}" for k, v in robot.params.items()) or "none"))
@@ -111,13 +120,12 @@ def _vector_option(text: str | None, n: int, option: str) -> np.ndarray | None:
 def simulate_command(args) -> int:
     import json
 
-    from codegen.__main__ import parse_assignments
-
     import robodyn
 
     from .control import BUILTIN, NoControl
+    from .options import parse_assignments
 
-    robot = robodyn.load(args.description, cache_dir=args.cache_dir, verbose=not args.quiet)
+    robot = _load(args)
     for name, value in parse_assignments(args.set, "--set").items():
         robot.params[name] = value
     model = robot.copy()
@@ -185,18 +193,36 @@ def _print_summary(summary: dict) -> None:
               f"max {us(loop['jitter_max_s'])}; missed deadlines {loop['missed_deadlines']}")
 
 
+EPILOG = """examples:
+  python -m robodyn demo robots/rr.yaml
+  python -m robodyn simulate robots/rrr.yaml --controller slotine-li --duration 5 --json run.json --plot run.png
+  python -m robodyn simulate panda.urdf --lock panda_finger_joint1=0 --lock panda_finger_joint2=0
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m robodyn", description="robodyn runtime tools")
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo_parser = commands.add_parser("demo", help="load (building if needed) a robot and show torques, timing "
-                                                   "and the self-check")
-    demo_parser.add_argument("description", help="robot description, e.g. robots/rr.yaml")
-    demo_parser.add_argument("--cache-dir", help="cache directory (default: $ROBODYN_CACHE_DIR or ~/.cache/robodyn)")
+    from . import __version__
     from .control import BUILTIN
+    from .errors import CodegenError, report
+    from .options import add_arguments, from_arguments
     from .simulation import INTEGRATORS
 
+    parser = argparse.ArgumentParser(prog="python -m robodyn", description="robodyn runtime tools", epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"robodyn {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo_parser = commands.add_parser("demo", help="load (building if needed) a robot and show torques, timing "
+                                                   "and the self-check",
+                                      epilog="example:\n  python -m robodyn demo robots/rr.yaml",
+                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    demo_parser.add_argument("description", help="robot description (YAML or URDF), e.g. robots/rr.yaml")
+    add_arguments(demo_parser)
+
     sim = commands.add_parser("simulate", help="closed-loop simulation with a built-in controller; prints (and "
-                                               "optionally saves) tracking error, energy drift and loop timing")
+                                               "optionally saves) tracking error, energy drift and loop timing",
+                              epilog="example:\n  python -m robodyn simulate robots/rrr.yaml --controller slotine-li "
+                                     "--duration 5 --json run.json",
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     sim.add_argument("description", help="robot description (YAML or URDF), e.g. robots/rr.yaml")
     sim.add_argument("--controller", choices=list(BUILTIN), default="computed-torque",
                      help="control law (default computed-torque; none: free motion)")
@@ -221,17 +247,20 @@ def main(argv: list[str] | None = None) -> int:
                      help="set a parameter of the controller's model only: a deliberately wrong model")
     sim.add_argument("--plot", metavar="FILE.png", help="save q, qd, qdd, tau and tracking error (needs matplotlib)")
     sim.add_argument("--json", metavar="FILE.json", help="write the summary as JSON")
-    sim.add_argument("--cache-dir", help="cache directory (default: $ROBODYN_CACHE_DIR or ~/.cache/robodyn)")
     sim.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    add_arguments(sim)
     args = parser.parse_args(argv)
-    from codegen.errors import CodegenError, report
+    try:
+        from_arguments(args)
+    except (ValueError, TypeError) as exc:
+        parser.error(str(exc))
 
     try:
         if args.command == "simulate":
             if not (0 < args.duration < 1e7 and 0 < args.rate < 1e7 and args.substeps >= 1):
                 parser.error("--duration and --rate must be positive and finite and --substeps at least 1")
             return simulate_command(args)
-        return demo(args.description, args.cache_dir)
+        return demo(args)
     except CodegenError as exc:
         return report(exc)
     except (ValueError, KeyError, TypeError, FloatingPointError, ImportError, MemoryError) as exc:
