@@ -1,4 +1,5 @@
-"""Build stage: cache hits and misses, atomic publishing, loud build errors, determinism."""
+"""The pipeline's last stages and the cache: hits and misses, atomic publishing, loud build errors,
+determinism, strict C, and what the cache key covers."""
 
 from __future__ import annotations
 
@@ -8,15 +9,16 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
 import pytest
 
-from codegen.build import cache as cache_module
-from codegen.build import ensure_built, find_cached
-from codegen.build.cache import cache_key
-from codegen.errors import BuildError
+from codegen.errors import BuildError, SelfCheckError
+from codegen.pipeline import build
+from robodyn import cache
+from robodyn.options import BuildOptions
 from conftest import ROBOTS, ROOT
 
 PENDULUM = ROBOTS / "pendulum.yaml"
@@ -26,129 +28,165 @@ def _published(root: Path) -> list[Path]:
     return [d for d in root.iterdir() if not d.name.startswith(".")] if root.exists() else []
 
 
-def test_second_run_is_a_cache_hit_without_sympy(tmp_path):
-    first = ensure_built(PENDULUM, out=tmp_path)
+def test_second_run_is_a_cache_hit_without_sympy_or_generator(tmp_path):
+    first = build(PENDULUM, cache_dir=tmp_path)
     assert not first.cache_hit and first.selfcheck["passed"]
-    second = ensure_built(PENDULUM, out=tmp_path)
+    assert first.manifest["built_from"]["toolchain"]["cc_version"]  # what it was built from is recorded
+    second = build(PENDULUM, cache_dir=tmp_path)
     assert second.cache_hit and second.module_path == first.module_path
-    # A cache hit in a fresh interpreter must not need SymPy (that import alone takes ~1 s).
+    # A cache hit in a fresh interpreter needs neither SymPy (~1 s to import) nor the generator.
     code = ("import sys, robodyn; r = robodyn.load(sys.argv[1], cache_dir=sys.argv[2]); "
-            "assert r.manifest; print('sympy' in sys.modules)")
+            "assert r.manifest and r.selfcheck['passed']; print('sympy' in sys.modules, 'codegen' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code, str(PENDULUM), str(tmp_path)], capture_output=True,
-                            text=True, cwd=ROOT, check=True)
-    assert result.stdout.strip() == "False"
-    # The CLI says so too.
-    cli = subprocess.run([sys.executable, "-m", "codegen", str(PENDULUM), "--out", str(tmp_path)],
+                            text=True, cwd=tmp_path, check=True)
+    assert result.stdout.split() == ["False", "False"]
+    cli = subprocess.run([sys.executable, "-m", "codegen", str(PENDULUM), "--cache-dir", str(tmp_path)],
                          capture_output=True, text=True, cwd=ROOT)
     assert cli.returncode == 0 and "cache hit" in cli.stdout
 
 
-def test_changed_value_rebuilds(tmp_path):
+def test_changed_value_or_option_rebuilds_and_force_replaces(tmp_path):
     original = PENDULUM.read_text()
     copy = tmp_path / "pendulum.yaml"
     copy.write_text(original)
-    cache = tmp_path / "cache"
-    first = ensure_built(copy, out=cache)
+    root = tmp_path / "cache"
+    first = build(copy, cache_dir=root)
     copy.write_text(original.replace("d: 0.1", "d: 0.3"))
-    second = ensure_built(copy, out=cache)
-    assert not second.cache_hit and second.directory != first.directory
-    assert len(_published(cache)) == 2
+    second = build(copy, cache_dir=root)
+    assert not second.cache_hit and second.entry.directory != first.entry.directory
+    assert len(_published(root)) == 2
+    lagrange = build(copy, BuildOptions(method="recursive"), cache_dir=root)
+    assert not lagrange.cache_hit and lagrange.manifest["metadata"]["method"] == "recursive"
     before = second.module_path.stat().st_ino
-    forced = ensure_built(copy, out=cache, force=True)
-    assert not forced.cache_hit and forced.directory == second.directory
+    forced = build(copy, cache_dir=root, force=True)
+    assert not forced.cache_hit and forced.entry.directory == second.entry.directory
     assert forced.module_path.stat().st_ino != before  # really replaced, not discarded
 
 
 def test_build_error_carries_command_and_log_and_publishes_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr("codegen.build.compile.COMPILE_FLAGS", ("-O2", "-fno-such-flag-robodyn"))
+    monkeypatch.setattr("codegen.extension.compile.ROBOT_FLAGS", ("-O2", "-fno-such-flag-robodyn"))
     with pytest.raises(BuildError) as info:
-        ensure_built(PENDULUM, out=tmp_path, force=True)
+        build(PENDULUM, cache_dir=tmp_path, force=True)
     error = info.value
     assert error.returncode not in (None, 0)
-    assert error.command and error.command[0] == sys.executable
+    assert error.command and "-fno-such-flag-robodyn" in error.command
     assert "-fno-such-flag-robodyn" in error.log
     assert "-fno-such-flag-robodyn" in str(error)
-    assert list(tmp_path.iterdir()) == []  # temporary build directory removed too
+    assert list(tmp_path.iterdir()) == []  # the temporary build directory is gone too
 
 
 def test_killed_build_leaves_nothing_importable(tmp_path):
     description = tmp_path / "pendulum.yaml"
     description.write_text(PENDULUM.read_text().replace("d: 0.1", "d: 0.2"))
-    cache = tmp_path / "cache"
-    process = subprocess.Popen([sys.executable, "-m", "codegen", str(description), "--out", str(cache)],
+    root = tmp_path / "cache"
+    process = subprocess.Popen([sys.executable, "-m", "codegen", str(description), "--cache-dir", str(root)],
                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
-    # Wait until the compiler is running in the temporary directory, then kill everything.
+    # Wait until the compiler runs in the temporary directory, then kill everything.
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        temporaries = list(cache.glob(".tmp-*/build_module.py")) if cache.exists() else []
-        if temporaries:
+        if root.exists() and list(root.glob(".tmp-*/build")):
             break
         if process.poll() is not None:
             pytest.fail("the build finished before it could be interrupted")
-        time.sleep(0.05)
+        time.sleep(0.02)
     else:
         pytest.fail("the build never started compiling")
-    time.sleep(0.5)
+    time.sleep(0.2)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-    key = cache_key(description.read_bytes(), {"simplify": True})
-    assert find_cached(cache, key) is None
-    assert _published(cache) == []
-    assert list(cache.glob("*/*.so")) == []  # only hidden temporaries can hold a module
+    key = cache.cache_key(description.read_bytes(), BuildOptions())
+    assert cache.find(root, key) is None
+    assert _published(root) == []
+    assert list(root.glob("*/*.so")) == []  # only hidden temporaries can hold a module
     # The next run succeeds and clears the dead build's directory.
-    built = ensure_built(description, out=cache)
+    built = build(description, cache_dir=root)
     assert not built.cache_hit and built.selfcheck["passed"]
-    assert list(cache.glob(".tmp-*")) == []
+    assert list(root.glob(".tmp-*")) == []
 
 
-def test_generated_sources_are_deterministic(tmp_path):
+def _sources(robot: str, method: str) -> dict:
+    import codegen
+    from codegen.emit.sources import emit
+    from codegen.model.routines import define_routines
+
+    options = BuildOptions(method=method)
+    return emit(define_routines(codegen.derive(ROBOTS / f"{robot}.yaml", options), options)).files
+
+
+def test_generated_sources_are_deterministic_and_self_describing():
     """Same input, byte-identical files, whatever the hash seed of the interpreter."""
-    script = ("import sys, json, codegen; from codegen.emit.routines import emit; "
-              "s = emit(codegen.derive(sys.argv[1], method=sys.argv[2])); print(json.dumps(s.files, sort_keys=True))")
+    script = ("import sys, json; sys.path.insert(0, sys.argv[3]); from test_build import _sources; "
+              "print(json.dumps(_sources(sys.argv[1], sys.argv[2]), sort_keys=True))")
     for method in ("lagrange", "recursive"):
         outputs = []
         for seed in ("1", "12345"):
             env = dict(os.environ, PYTHONHASHSEED=seed)
-            result = subprocess.run([sys.executable, "-c", script, str(ROBOTS / "rrr.yaml"), method],
+            result = subprocess.run([sys.executable, "-c", script, "rrr", method, str(Path(__file__).parent)],
                                     capture_output=True, text=True, cwd=ROOT, env=env, check=True)
             outputs.append(result.stdout)
         assert outputs[0] == outputs[1], method
     files = json.loads(outputs[0])
     header = files["rrr_dynamics.h"]
-    assert "generated by robodyn codegen" in header
-    assert "Description SHA-256: " in header
+    assert "Generated by robodyn codegen" in header and "SHA-256" in header
     assert "void rrr_inverse_dynamics(const double *restrict q, const double *restrict qd" in header
-    for forbidden in ("2026", "time", "date"):
-        assert forbidden not in header.lower().replace("runtime-settable", "")
+    assert "Joint order: 0:" in header and "derived by the recursive route" in header
+    # Each routine's file names the algorithm it contains.
+    assert "composite-rigid-body" in files["rrr_mass_matrix.c"]
+    assert "Echeandia & Wensing" in files["rrr_coriolis_matrix.c"]
+    assert "L^T D L" in files["rrr_forward_dynamics.c"]
+    lagrange = _sources("rrr", "lagrange")
+    assert "Christoffel" in lagrange["rrr_coriolis_matrix.c"]
+    for text in files.values():
+        for forbidden in ("2026", "timestamp", "date:"):
+            assert forbidden not in text.lower()
 
 
 def test_generated_c_is_strict_c99(tmp_path):
-    from codegen import derive
-    from codegen.emit.routines import emit
-
-    sources = emit(derive(ROBOTS / "rrr.yaml"))
-    for name, text in sources.files.items():
+    files = _sources("rrr", "recursive")
+    for name, text in files.items():
         (tmp_path / name).write_text(text)
     compiler = shutil.which("gcc") or shutil.which("cc")
-    if compiler is None:
-        pytest.skip("no C compiler")
-    subprocess.run([compiler, "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-c", "rrr_dynamics.c",
-                    "-o", "rrr.o"], cwd=tmp_path, check=True)
+    assert compiler is not None, "no C compiler: the generator needs one"
+    native = Path(cache.__file__).parent / "native"
+    for name in files:
+        if name.endswith(".c"):
+            subprocess.run([compiler, "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-I", str(native),
+                            "-c", name, "-o", name + ".o"], cwd=tmp_path, check=True)
 
 
-def test_cache_key_depends_on_generator_and_content():
+def test_cache_key_covers_content_options_generator_and_toolchain(monkeypatch):
     data = PENDULUM.read_bytes()
-    assert cache_key(data) == cache_key(data)
-    assert cache_key(data) != cache_key(data + b"\n")
-    assert cache_key(data, {"simplify": True}) != cache_key(data, {"simplify": False})
-    assert len(cache_module.generator_fingerprint()) == 64
+    key = cache.cache_key(data, BuildOptions())
+    assert key == cache.cache_key(data, BuildOptions())
+    assert key != cache.cache_key(data + b"\n", BuildOptions())
+    assert key != cache.cache_key(data, BuildOptions(simplify=False))
+    assert key != cache.cache_key(data, BuildOptions(tool="link"))
+    inputs = cache.key_inputs(data, BuildOptions())
+    assert set(inputs) >= {"description_sha256", "options", "generator_version", "generator_sha256", "abi",
+                           "routine_table", "toolchain"}
+    assert set(inputs["toolchain"]) >= {"cc", "cc_version", "cflags", "cython", "numpy_major", "python"}
+    assert inputs["toolchain"]["ext_suffix"] == sysconfig.get_config_var("EXT_SUFFIX")
+    for part, value in (("toolchain", dict(inputs["toolchain"], cc_version="gcc 99")),
+                        ("generator_sha256", "0" * 64), ("abi", "other")):
+        changed = dict(inputs, **{part: value})
+        monkeypatch.setattr(cache, "key_inputs", lambda *_args, changed=changed: changed)
+        assert cache.cache_key(data, BuildOptions()) != key, part
 
 
 def test_failing_selfcheck_fails_the_build_and_publishes_nothing(tmp_path, monkeypatch):
-    from codegen.errors import SelfCheckError
-
-    monkeypatch.setattr("codegen.build.selfcheck.IDENTITY_TOLERANCE", -1.0)  # no error can pass
+    monkeypatch.setattr("codegen.extension.selfcheck.IDENTITY_TOLERANCE", -1.0)  # no error can pass
     with pytest.raises(SelfCheckError, match="inverse_forward"):
-        ensure_built(PENDULUM, out=tmp_path, force=True)
+        build(PENDULUM, cache_dir=tmp_path, force=True)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_corrupt_manifest_is_not_a_hit(tmp_path):
+    first = build(PENDULUM, cache_dir=tmp_path)
+    first.entry.manifest_path.write_text("{ not json")
+    again = build(PENDULUM, cache_dir=tmp_path)
+    assert not again.cache_hit and again.selfcheck["passed"]
+    manifest = json.loads(again.entry.manifest_path.read_text())
+    manifest["module_file"] = "../elsewhere.so"  # a module outside its entry is never loaded
+    again.entry.manifest_path.write_text(json.dumps(manifest))
+    assert cache.find(tmp_path, again.entry.key) is None

@@ -29,7 +29,7 @@ import hashlib
 from dataclasses import dataclass
 
 __all__ = ["Argument", "Output", "Routine", "TABLE", "COST_CLASSES", "by_name", "register", "table_fingerprint",
-           "render_stub"]
+           "render_stub", "write_stub"]
 
 #: How a routine's work grows with the number of joints n along the recursive route
 #: (the Lagrange route's closed forms grow faster). The GIL policy does not use it: it
@@ -192,3 +192,16 @@ def render_stub() -> str:
         lines.append(f"    def {r.method}({params}, out: {out}) -> {result}:")
         lines.append(f'        """{r.doc}"""')
     return "\n".join(lines) + "\n"
+
+
+def write_stub() -> None:
+    """Rewrite the generated section of robot.pyi from the table (a test checks it is current)."""
+    from pathlib import Path
+
+    path = Path(__file__).with_name("robot.pyi")
+    text = path.read_text(encoding="utf-8")
+    begin = text.index("\n", text.index("# BEGIN ROUTINES")) + 1
+    end = text.index("    # END ROUTINES")
+    path.write_text(text[:begin] + render_stub() + text[end:], encoding="utf-8")
+    print(f"wrote {path}")
+

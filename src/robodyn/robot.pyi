@@ -1,0 +1,68 @@
+"""Type information for robodyn.robot (the routine methods are installed at import time)."""
+
+from collections.abc import Iterator, MutableMapping
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._native import RobotCore
+from .options import BuildOptions
+
+class Parameters(MutableMapping[str, float]):
+    def __init__(self, names: list[str], values: np.ndarray, defaults: list[float]) -> None: ...
+    def __getitem__(self, name: str) -> float: ...
+    def __setitem__(self, name: str, value: float) -> None: ...
+    def __delitem__(self, name: str) -> None: ...
+    def __iter__(self) -> Iterator[str]: ...
+    def __len__(self) -> int: ...
+    def reset(self) -> None: ...
+    @property
+    def defaults(self) -> dict[str, float]: ...
+    def as_array(self) -> np.ndarray: ...
+
+class Robot(RobotCore):
+    metadata: dict[str, Any]
+    name: str
+    joint_names: tuple[str, ...]
+    joint_types: tuple[str, ...]
+    source: Path | None
+    options: BuildOptions
+    manifest: dict[str, Any]
+    selfcheck: dict[str, Any]
+    params: Parameters
+    def __init__(self, extension: Any, *, source: Path | None = ..., options: BuildOptions | None = ...,
+                 manifest: dict | None = ..., selfcheck: dict | None = ..., cache_dir: Path | None = ...) -> None: ...
+    @classmethod
+    def from_extension(cls, extension: Any) -> Robot: ...
+    @property
+    def joint_limits(self) -> list[dict[str, float | None]]: ...
+    def total_energy(self, q: ArrayLike, qd: ArrayLike) -> float | np.ndarray: ...
+    def copy(self) -> Robot: ...
+    # BEGIN ROUTINES: generated from the table by robodyn.routines.write_stub(); do not edit.
+    def M(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Joint-space inertia matrix M(q)."""
+    def C(self, q: ArrayLike, qd: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Coriolis and centrifugal matrix C(q, qd) from Christoffel symbols: Mdot - 2C is skew-symmetric."""
+    def g(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Gravity torques g(q)."""
+    def friction(self, qd: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Joint friction torques: viscous plus Coulomb (sgn(0) = 0)."""
+    def nonlinear_effects(self, q: ArrayLike, qd: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Bias torques: Coriolis, centrifugal, gravity and friction."""
+    def inverse_dynamics(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, h: ArrayLike | None = None, out: np.ndarray | None = None) -> np.ndarray:
+        """Inverse dynamics: the joint torques that produce qdd."""
+    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike, h: ArrayLike | None = None, out: np.ndarray | None = None) -> np.ndarray:
+        """Forward dynamics: joint accelerations under the torques tau (no matrix inverse)."""
+    def kinetic_energy(self, q: ArrayLike, qd: ArrayLike, out: np.ndarray | None = None) -> np.ndarray | float:
+        """Kinetic energy."""
+    def potential_energy(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray | float:
+        """Gravitational potential energy, zero with every link's centre of mass at the base origin height."""
+    def fk(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Forward kinematics: pose of the tool frame in the base frame."""
+    def jacobian(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Geometric Jacobian of the tool frame."""
+    # END ROUTINES
+
+def install(cls: type, table: Any) -> None: ...
