@@ -2,21 +2,31 @@
 
 Wall-clock timings of sub-microsecond calls are noisy on shared machines;
 instruction counts are deterministic. This script builds (or reuses) a robot,
-then runs one child Python under ``valgrind --tool=callgrind`` that, for each
-routine, executes a loop of ``--calls`` calls and the same loop with the call
-replaced by ``pass``. A marker call (``os.getppid``) before each loop makes
-callgrind dump its counters (``--dump-before``), so every loop gets its own
-total. Per call::
+then runs one child Python under ``valgrind --tool=callgrind`` that measures
+every routine of the routine table (``robodyn.routines.TABLE``) the robot's
+module provides: the call with ``out=`` and the allocating call, random inputs
+of the sizes the table declares (optional arguments such as the wrench ``h``
+left out, so None), plus one batch case (``g`` on 16 rows with ``out=``). Each
+case is a loop of ``--calls`` calls ``robot.<method>(...)`` and the same loop
+with the call replaced by ``pass``; a marker call (``os.getppid``) around each
+loop makes callgrind dump its counters (``--dump-before``), so every loop gets
+its own total. Per call::
 
     total    = (Ir(call loop) - Ir(empty loop)) / calls
-    kernel   = inclusive Ir of the generated C routine (e.g. rr_gravity) / calls
-    overhead = total - kernel     (Python call + argument checks + bridge)
+    kernel   = inclusive Ir of the generated C routine <robot>_<routine> (e.g. rr_gravity) / calls
+    overhead = total - kernel     (Python call, argument checks, out=/allocation, table dispatch)
 
 Usage::
 
     python benchmarks/callgrind_calls.py                      # robots/rr.yaml
-    python benchmarks/callgrind_calls.py robots/rrr.yaml --calls 20000
+    python benchmarks/callgrind_calls.py robots/rrr.yaml --calls 20000 --json cg.json
+    python benchmarks/callgrind_calls.py panda.urdf --lock panda_finger_joint1=0 --lock panda_finger_joint2=0
     python benchmarks/callgrind_calls.py --module path/to/robodyn_rr_xxx.so   # a given build
+
+The model options (``--method``, ``--forward``, ``--lock``, ``--tool``, ...) and the cache
+options (``--cache-dir``, ``--force``) are those of every robodyn command
+(``robodyn.options``). ``--bound`` calls a method object bound once before the loop
+(``f = robot.g; f(q)``) instead of ``robot.g(q)``.
 
 Without valgrind on PATH the script says so and exits with status 0.
 """
@@ -35,72 +45,95 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 MARKER = "getppid"  # os.getppid() -> libc getppid(): never called by the measured code
-
-# label, method, arguments (names of prepared arrays), out shape key (None: no out=)
-CASES = [
-    ("g(q, out=out)", "g", ("q",), "vec"),
-    ("g(q)", "g", ("q",), None),
-    ("M(q, out=out)", "M", ("q",), "mat"),
-    ("M(q)", "M", ("q",), None),
-    ("C(q, qd, out=out)", "C", ("q", "qd"), "mat"),
-    ("inverse_dynamics(q, qd, qdd, out=out)", "inverse_dynamics", ("q", "qd", "qdd"), "vec"),
-    ("inverse_dynamics(q, qd, qdd)", "inverse_dynamics", ("q", "qd", "qdd"), None),
-    ("forward_dynamics(q, qd, tau, out=out)", "forward_dynamics", ("q", "qd", "tau"), "vec"),
-    ("forward_dynamics(q, qd, tau)", "forward_dynamics", ("q", "qd", "tau"), None),
-    ("kinetic_energy(q, qd)", "kinetic_energy", ("q", "qd"), None),
-    ("g(Q, out=OUT) batch of 16 rows", "g", ("Q",), "batch"),
-]
-
-KERNELS = {"g": "gravity", "M": "mass_matrix", "C": "coriolis_matrix", "inverse_dynamics": "inverse_dynamics",
-           "forward_dynamics": "forward_dynamics", "kinetic_energy": "kinetic_energy"}
+BATCH_ROWS = 16
+BATCH_ROUTINE = "gravity"  # the batch case: g on BATCH_ROWS rows with out=
 
 
-def _load_dynamics(args):
-    """The compiled Dynamics object and the robot name (no SymPy, no build in the child)."""
-    if args.module:
-        sys.path.insert(0, str(REPO))
-        from codegen.build import import_module
+def _size(size: str, dims: dict[str, int]) -> int:
+    """An argument size of the routine table ("n" or a number) for this robot."""
+    return int(size) if size.isdigit() else dims[size]
 
-        path = Path(args.module).resolve()
-        module = import_module(path.name.split(".")[0], path)
-    else:
-        import robodyn
 
-        module = robodyn.load(args.robot, cache_dir=args.cache_dir)._module
-    return module.Dynamics(), module.metadata["robot"]
+def cases(robot, table=None) -> list[dict]:
+    """The measured calls, in table order: for each routine the robot has, with ``out=`` then allocating;
+    then the batch case. Each: label, routine (table entry), arguments (required only), out (None, an
+    array, or a tuple of arrays for several outputs), batch rows (0: one state)."""
+    import numpy as np
+
+    from robodyn import routines as table_module
+
+    table = table_module.TABLE if table is None else table
+    available = set(robot.routine_names)
+    dims = {"n": robot.n}
+    rng = np.random.default_rng(0)
+    result = []
+
+    def outputs(routine, rows: int):
+        shapes = [((rows,) if rows else ()) + routine.shape(output, dims) for output in routine.outputs]
+        arrays = tuple(np.zeros(shape) for shape in shapes)
+        return arrays[0] if len(arrays) == 1 else arrays
+
+    def arguments(routine, rows: int):
+        return [rng.uniform(-1.0, 1.0, ((rows,) if rows else ()) + (_size(a.size, dims),))
+                for a in routine.arguments if not a.optional]
+
+    for routine in table:
+        if routine.name not in available:
+            continue
+        names = [a.name for a in routine.arguments if not a.optional]
+        args = arguments(routine, 0)
+        text = ", ".join(names)
+        result.append({"label": f"{routine.method}({text}, out=out)", "routine": routine, "arguments": args,
+                       "out": outputs(routine, 0), "rows": 0})
+        result.append({"label": f"{routine.method}({text})", "routine": routine, "arguments": args, "out": None,
+                       "rows": 0})
+    batch = next((r for r in table if r.name == BATCH_ROUTINE), None)
+    if batch is not None and batch.name in available:
+        names = ", ".join(a.name.upper() for a in batch.arguments if not a.optional)
+        result.append({"label": f"{batch.method}({names}, out=OUT) batch of {BATCH_ROWS} rows", "routine": batch,
+                       "arguments": arguments(batch, BATCH_ROWS), "out": outputs(batch, BATCH_ROWS),
+                       "rows": BATCH_ROWS})
+    return result
+
+
+def _loops(method: str, n_arguments: int, with_out: bool, bound: bool):
+    """(call loop, empty loop): the same plain local-variable bytecode around the call or ``pass``."""
+    parameters = ", ".join(["r"] + [f"a{i}" for i in range(n_arguments)] + ["out", "k"])
+    arguments = ", ".join([f"a{i}" for i in range(n_arguments)] + (["out=out"] if with_out else []))
+    call = f"r({arguments})" if bound else f"r.{method}({arguments})"
+    namespace: dict = {}
+    exec(f"def call_loop({parameters}):\n    for _ in range(k):\n        {call}\n"
+         f"def empty_loop({parameters}):\n    for _ in range(k):\n        pass\n", namespace)
+    return namespace["call_loop"], namespace["empty_loop"]
 
 
 def child(args) -> None:
-    import numpy as np
+    """Under callgrind: load the module, run every case between markers, write what each dump holds."""
+    from robodyn.cache import import_extension
+    from robodyn.robot import Robot
 
-    d, robot = _load_dynamics(args)
-    n = d.n
-    rng = np.random.default_rng(0)
-    arrays = {name: rng.uniform(-1.0, 1.0, n) for name in ("q", "qd", "qdd", "tau")}
-    arrays["Q"] = rng.uniform(-1.0, 1.0, (16, n))
-    outs = {"vec": np.empty(n), "mat": np.empty((n, n)), "batch": np.empty((16, n))}
-    calls = args.calls
-    labels = []
-    namespace: dict = {}
-    for label, method, names, out_key in CASES:
-        arguments = ", ".join(f"a{i}" for i in range(len(names)))
-        call = f"f({arguments}, out=out)" if out_key else f"f({arguments})"
-        # One function per case so the loop is plain local-variable bytecode.
-        exec(f"def call_loop(f, a0, a1, a2, out, k):\n    for _ in range(k):\n        {call}\n"
-             f"def empty_loop(f, a0, a1, a2, out, k):\n    for _ in range(k):\n        pass\n", namespace)
-        call_loop, empty_loop = namespace["call_loop"], namespace["empty_loop"]
-        f = getattr(d, method)
-        a = [arrays[name] for name in names] + [None] * (3 - len(names))
-        out = outs[out_key] if out_key else None
-        call_loop(f, *a, out, 200)  # warm up: quickening, allocator pools
-        empty_loop(f, *a, out, 200)
+    path = Path(args.module).resolve()
+    robot = Robot.from_extension(import_extension(path.name.split(".")[0], path))
+    labels, dumps = [], []
+    for case in cases(robot):
+        routine = case["routine"]
+        call_loop, empty_loop = _loops(routine.method, len(case["arguments"]), case["out"] is not None, args.bound)
+        target = getattr(robot, routine.method) if args.bound else robot
+        a = (target, *case["arguments"], case["out"])
+        call_loop(*a, 200)  # warm up: quickening, allocator pools, first-call binding
+        empty_loop(*a, 200)
+        os.getppid()  # dump: everything before (start-up, warm-up)
+        dumps.append(None)
+        empty_loop(*a, args.calls)
         os.getppid()
-        empty_loop(f, *a, out, calls)
+        dumps.append([case["label"], "empty"])
+        call_loop(*a, args.calls)
         os.getppid()
-        call_loop(f, *a, out, calls)
-        labels.append(label)
-    os.getppid()
-    Path(args.labels).write_text(json.dumps({"robot": robot, "labels": labels}))
+        dumps.append([case["label"], "call"])
+        labels.append({"call": case["label"], "routine": routine.name, "method": routine.method,
+                       "symbol": f"{robot.name}_{routine.name}", "rows": case["rows"]})
+    Path(args.labels).write_text(json.dumps({"robot": robot.name, "n": robot.n, "cases": labels,
+                                             "dumps": dumps}))
 
 
 def _total(dump: Path) -> int:
@@ -124,68 +157,91 @@ def _inclusive(dump: Path, symbol: str) -> int:
     return 0
 
 
-def parent(args) -> int:
+def _module_path(args, options) -> tuple[Path, str]:
+    """The robot module to measure (built here, outside valgrind, if needed) and a description of it."""
+    if args.module:
+        path = Path(args.module).resolve()
+        if not path.is_file():
+            raise SystemExit(f"--module {args.module}: no such file")
+        return path, path.name
+    import robodyn  # build outside valgrind: SymPy and the compiler under callgrind would take ages
+
+    robot = robodyn.load(args.robot, options, cache_dir=args.cache_dir, force=args.force)
+    return Path(robot.extension.__file__).resolve(), " ".join([Path(args.robot).name, *options.flags()])
+
+
+def parent(args, options) -> int:
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         print("valgrind not found on PATH: skipping the instruction counts (install valgrind to run this).")
         return 0
-    if not args.module:
-        import robodyn  # build outside valgrind: SymPy and the compiler under callgrind would take ages
-
-        robodyn.load(args.robot, cache_dir=args.cache_dir)
+    module, source = _module_path(args, options)
     with tempfile.TemporaryDirectory(prefix="robodyn-callgrind-") as tmp:
         tmp = Path(tmp)
         labels_file = tmp / "labels.json"
+        # The child always imports the module file: no cache lookup (and no compiler query) under valgrind.
         command = [valgrind, "--tool=callgrind", f"--callgrind-out-file={tmp / 'cg.out'}",
                    f"--dump-before={MARKER}", sys.executable, str(Path(__file__).resolve()), "--child",
-                   "--calls", str(args.calls), "--labels", str(labels_file), args.robot]
-        if args.cache_dir:
-            command += ["--cache-dir", str(args.cache_dir)]
-        if args.module:
-            command += ["--module", str(args.module)]
+                   "--calls", str(args.calls), "--labels", str(labels_file), "--module", str(module)]
+        if args.bound:
+            command.append("--bound")
         env = dict(os.environ, PYTHONHASHSEED="0")
         result = subprocess.run(command, capture_output=True, text=True, env=env)
         if result.returncode != 0 or not labels_file.is_file():
             print(result.stdout + result.stderr, file=sys.stderr)
             return 1
         info = json.loads(labels_file.read_text())
-        robot, labels = info["robot"], info["labels"]
-        dumps = sorted(tmp.glob("cg.out.*"), key=lambda p: int(p.suffix[1:]))
-        # cg.out.1 is start-up; then (empty loop, call loop) per case.
-        pairs = dumps[1:1 + 2 * len(labels)]
+        robot = info["robot"]
+        # The i-th marker call of the child wrote cg.out.<i + 1>: what ran since the previous marker.
+        files = sorted(tmp.glob("cg.out.*"), key=lambda p: int(p.suffix[1:]))
+        if len(files) < len(info["dumps"]):
+            print(f"expected {len(info['dumps'])} callgrind dumps, found {len(files)}", file=sys.stderr)
+            return 1
+        loops = {tuple(what): dump for dump, what in zip(files, info["dumps"]) if what is not None}
         rows = []
-        for i, label in enumerate(labels):
-            empty, full = pairs[2 * i], pairs[2 * i + 1]
+        for case in info["cases"]:
+            label = case["call"]
+            empty, full = loops[label, "empty"], loops[label, "call"]
             total = (_total(full) - _total(empty)) / args.calls
-            method = next(c[1] for c in CASES if c[0] == label)
-            kernel = _inclusive(full, f"{robot}_{KERNELS[method]}") / args.calls
-            rows.append((label, total, kernel))
-    width = max(len(label) for label, _, _ in rows)
-    print(f"robot {robot}: instructions per call (valgrind callgrind, {args.calls} calls)")
+            kernel = _inclusive(full, case["symbol"]) / args.calls
+            rows.append(dict(case, total=total, kernel=kernel))
+    width = max(len(row["call"]) for row in rows)
+    style = "f = robot.<method>; f(...)" if args.bound else "robot.<method>(...)"
+    print(f"robot {robot} ({info['n']} joints, {source}): instructions per call (valgrind callgrind, "
+          f"{args.calls} calls, {style})")
     print(f"{'call':<{width}}  {'total':>8}  {'kernel':>8}  {'overhead':>8}")
-    for label, total, kernel in rows:
-        print(f"{label:<{width}}  {total:8.0f}  {kernel:8.0f}  {total - kernel:8.0f}")
+    for row in rows:
+        print(f"{row['call']:<{width}}  {row['total']:8.0f}  {row['kernel']:8.0f}  {row['total'] - row['kernel']:8.0f}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"robot": robot, "calls": args.calls,
-                                               "rows": [{"call": r[0], "total": r[1], "kernel": r[2]}
-                                                        for r in rows]}, indent=2))
+        Path(args.json).write_text(json.dumps({"robot": robot, "n": info["n"], "source": source, "calls": args.calls,
+                                               "bound": args.bound, "rows": rows}, indent=2) + "\n")
     return 0
 
 
 def main(argv=None) -> int:
+    from robodyn.options import add_arguments, from_arguments
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("robot", nargs="?", default=str(REPO / "robots" / "rr.yaml"))
-    parser.add_argument("--cache-dir", default=None, help="robodyn cache (default: the usual one)")
-    parser.add_argument("--module", default=None, help="measure this compiled extension instead of loading ROBOT")
-    parser.add_argument("--calls", type=int, default=20000)
-    parser.add_argument("--json", default=None, help="also write the results to this file")
+    parser.add_argument("robot", nargs="?", default=str(REPO / "robots" / "rr.yaml"), help="robot description")
+    parser.add_argument("--module", default=None, metavar="PATH",
+                        help="measure this compiled robot module instead of loading ROBOT (model options ignored)")
+    parser.add_argument("--calls", type=int, default=20000, help="calls per loop (default 20000)")
+    parser.add_argument("--bound", action="store_true", help="call a method bound before the loop (f = robot.g)")
+    parser.add_argument("--json", default=None, metavar="FILE", help="also write the results to this file")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--labels", default=None, help=argparse.SUPPRESS)
+    add_arguments(parser)
     args = parser.parse_args(argv)
+    if args.calls < 1:
+        parser.error("--calls must be positive")
     if args.child:
         child(args)
         return 0
-    return parent(args)
+    try:
+        options = from_arguments(args)
+    except (TypeError, ValueError) as exc:
+        parser.error(str(exc))
+    return parent(args, options)
 
 
 if __name__ == "__main__":

@@ -2,14 +2,19 @@
 
     request     = read_request(path, options, cache_dir)   Request            reads the description
     description = describe(request)                         RobotDescription   (codegen.description)
+    binding     = translate_binding(module name)            Cython, started now, in the background
     model       = derive_model(description, options)        SymbolicModel      (codegen.model)
     routines    = define_routines(model, options)           RoutineSet         (codegen.model.routines)
     sources     = emit(routines)                            GeneratedSources   (codegen.emit)
-    compiled    = compile_extension(sources, entry)         CompiledExtension  writes a private build directory
+    compiled    = compile_extension(sources, request, binding)  CompiledExtension  writes a build directory
     result      = check_and_publish(compiled, routines, request)  BuildResult  writes the self-check, publishes
 
 Each stage is a function from one plain dataclass to the next; only the first
-reads input and only the last two write files. ``build`` runs them, after a
+reads input and only the last two write files. The one step that does not wait
+for its turn is Cython's translation of the static binding, which depends only
+on the module's name: it runs in a child process (writing only into its own
+scratch directory) while SymPy derives the model, and the compile stage takes
+its result. ``build`` runs them, after a
 cache lookup that needs neither SymPy nor a compiler. A build happens in a
 hidden temporary directory next to its cache entry and becomes visible only by
 an atomic rename after it compiled and passed the self-check, so a failed or
@@ -105,7 +110,7 @@ def _remove_stale_temporaries(root: Path) -> None:
             shutil.rmtree(directory, ignore_errors=True)
 
 
-def compile_extension(sources, request: Request):
+def compile_extension(sources, request: Request, binding=None):
     """Stage 5: compile the sources in a private temporary directory under the cache root."""
     from .extension.compile import compile_extension as compile_in
 
@@ -117,7 +122,7 @@ def compile_extension(sources, request: Request):
     except OSError as exc:
         raise BuildError(f"cannot create a build directory in {request.root}: {exc.strerror}") from None
     try:
-        return compile_in(sources, entry, workdir)
+        return compile_in(sources, entry, workdir, binding)
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
@@ -183,11 +188,6 @@ def _publish(workdir: Path, entry: Entry) -> None:
 def build(path: str | Path, options: BuildOptions | None = None, *, cache_dir: str | Path | None = None,
           force: bool = False, progress: Progress | None = None) -> BuildResult:
     """Return the published module for a description, building it unless the cache has it."""
-    from .description import parse_source  # noqa: F401  (heavy imports only when building)
-    from .emit.sources import emit
-    from .model import derive_model, resolve_method
-    from .model.routines import define_routines
-
     say = progress or (lambda message: None)
     started = time.perf_counter()
     request = read_request(path, options, cache_dir)
@@ -196,34 +196,39 @@ def build(path: str | Path, options: BuildOptions | None = None, *, cache_dir: s
         if found is not None:
             return BuildResult(found.entry, found.manifest, found.selfcheck, True,
                                {"lookup_s": time.perf_counter() - started})
+    # Heavy imports (SymPy) only when building.
+    from .emit.sources import emit
+    from .extension.compile import translate_binding
+    from .model import derive_model
+    from .model.routines import define_routines
+
     timings: dict[str, float] = {}
+    clock = time.perf_counter()
 
-    t0 = time.perf_counter()
+    def lap(name: str) -> float:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[name], clock = now - clock, now
+        return timings[name]
+
     description = describe(request)
-    timings["parse_s"] = time.perf_counter() - t0
-    say(f"parsed {request.path} ({description.n} joints, {len(description.parameters)} parameters)")
-
-    t0 = time.perf_counter()
-    model = derive_model(description, request.options)
-    timings["derive_s"] = time.perf_counter() - t0
-    route = resolve_method(request.options.method, description.n)
-    name = "Euler-Lagrange" if route == "lagrange" else "recursive (Newton-Euler, CRBA, Coriolis)"
-    say(f"derived the {name} model in {timings['derive_s']:.2f} s")
-
-    t0 = time.perf_counter()
-    routines = define_routines(model, request.options)
-    sources = emit(routines)
-    timings["emit_s"] = time.perf_counter() - t0
-    timings["cse_s"] = sources.timings["cse_s"]
-    say(f"emitted C for {len(routines.definitions)} routines in {timings['emit_s']:.2f} s (common-subexpression "
-        f"elimination {timings['cse_s']:.2f} s); {sum(sources.operation_counts.values())} operations")
-
-    compiled = compile_extension(sources, request)
-    timings.update(compiled.timings)
-    say(f"compiled {compiled.entry.module_path.name} in {timings['compile_s']:.2f} s")
-
-    result = check_and_publish(compiled, routines, request, timings)
+    say(f"parsed {request.path} in {lap('parse_s'):.2f} s ({description.n} joints, "
+        f"{len(description.parameters)} parameters)")
+    binding = translate_binding(Entry(request.root, description.name, request.key).module_name)
+    try:
+        model = derive_model(description, request.options)
+        say(f"derived the {model.method} model in {lap('derive_s'):.2f} s")
+        routines = define_routines(model, request.options)
+        sources = emit(routines)
+        timings["cse_s"] = sources.timings["cse_s"]
+        say(f"emitted C for {len(routines.definitions)} routines in {lap('emit_s'):.2f} s (common-subexpression "
+            f"elimination {timings['cse_s']:.2f} s); {sum(sources.operation_counts.values())} operations")
+        compiled = compile_extension(sources, request, binding)
+        say(f"compiled {compiled.entry.module_path.name} in {lap('compile_s'):.2f} s")
+        result = check_and_publish(compiled, routines, request, timings)
+    finally:
+        binding.cancel()  # a no-op once the compile stage has its result
+    result.timings["total_s"] = time.perf_counter() - started
     say(f"self-check {'passed' if result.selfcheck['passed'] else 'FAILED'} in {result.timings['selfcheck_s']:.2f} s; "
         f"published {result.entry.directory}")
-    result.timings["total_s"] = time.perf_counter() - started
     return result

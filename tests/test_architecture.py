@@ -76,6 +76,7 @@ def _torques(robot, q, qd, qdd):
     return robot.inverse_dynamics(q, qd, qdd)
 
 
+@pytest.mark.slow
 def test_robot_pickles_to_worker_processes(load):
     rr = load("rr")
     rr.params["m2"] = 61.5
@@ -131,6 +132,7 @@ DUMMY = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_adding_a_routine_touches_only_the_table_and_the_model_stage(tmp_path):
     result = subprocess.run([sys.executable, "-c", DUMMY, str(ROBOTS / "rr.yaml"), str(tmp_path)],
                             capture_output=True, text=True, cwd=ROOT)
@@ -169,6 +171,7 @@ def test_build_options_are_checked():
         robodyn.load(ROBOTS / "rr.yaml", methd="recursive")
 
 
+@pytest.mark.slow
 def test_tool_option_moves_the_tool_frame(load, tmp_path):
     rrr = load("rrr")
     elbow = robodyn.load(ROBOTS / "rrr.yaml", cache_dir=tmp_path, tool=rrr.metadata["link_names"][1])

@@ -1,10 +1,12 @@
 """Stage 5: generated sources -> a compiled robot module in a private build directory.
 
 The module is the static Cython binding (``binding.pyx``, a few lines that export
-the routine table) plus the robot's generated C. The steps run as child
-processes, in parallel on every core: Cython translates the binding while the
-compiler builds the robot's C files (one per routine, largest first), then the
-binding's C is compiled and everything is linked. The commands are those
+the routine table) plus the robot's generated C. The binding's translation by
+Cython depends only on the module name, so ``translate_binding`` starts it in a
+child process as soon as the name is known (after parsing), and it runs while
+SymPy derives the model; Cython's own start-up is most of its second. Then the
+compiler builds the robot's C files (one per routine, largest first) and the
+binding's C in parallel on every core, and everything is linked. The commands are those
 setuptools would run for an extension (the compiler, flags and linker Python was
 built with, from ``sysconfig``); each runs in the build directory (we never
 chdir) with its whole output kept, and a failure raises BuildError with the
@@ -15,9 +17,11 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,6 +40,48 @@ ROBOT_FLAGS = ("-O2", "-g0", "-fno-math-errno")
 # The binding is Python-object glue run once at import: optimising it only costs compile time.
 BINDING_FLAGS = ("-O0", "-g0")
 TIMEOUT_S = 600.0
+
+
+class BindingTranslation:
+    """Cython translating the static binding for one module name, in a child process that writes
+    only into a private scratch directory; ``result()`` waits and returns the C text."""
+
+    def __init__(self, module_name: str):
+        self.module_name = module_name
+        self._scratch = Path(tempfile.mkdtemp(prefix="robodyn-binding-"))
+        self.command = [sys.executable, "-m", "cython", "-3", "--module-name", module_name,
+                        "-o", str(self._scratch / f"{module_name}.c"), str(BINDING)]
+        try:
+            self._process = subprocess.Popen(self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                             text=True)
+        except OSError as exc:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            raise BuildError(f"Cython: cannot run {sys.executable}: {exc.strerror}", self.command) from None
+
+    def result(self) -> tuple[str, str]:
+        """(C text, Cython's log); BuildError if Cython failed."""
+        try:
+            log, _ = self._process.communicate(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.cancel()
+            raise BuildError(f"Cython timed out after {TIMEOUT_S:.0f} s", self.command) from None
+        try:
+            if self._process.returncode != 0:
+                raise BuildError("Cython failed on the binding", self.command, self._process.returncode, log)
+            return (self._scratch / f"{self.module_name}.c").read_text(encoding="utf-8"), log
+        finally:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def cancel(self) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+def translate_binding(module_name: str) -> BindingTranslation:
+    """Start Cython on the binding for ``module_name`` (see BindingTranslation)."""
+    return BindingTranslation(module_name)
 
 
 @dataclass(frozen=True)
@@ -83,13 +129,18 @@ def _run(command: list[str], cwd: Path, what: str) -> str:
     return log
 
 
-def compile_extension(sources: GeneratedSources, entry: Entry, workdir: Path) -> CompiledExtension:
-    """Write the sources into ``workdir`` and compile them into ``entry``'s module file there."""
+def compile_extension(sources: GeneratedSources, entry: Entry, workdir: Path,
+                      binding: BindingTranslation | None = None) -> CompiledExtension:
+    """Write the sources into ``workdir`` and compile them into ``entry``'s module file there
+    (``binding``: the translation started earlier for this module, else started now)."""
     started = time.perf_counter()
+    binding = binding or translate_binding(entry.module_name)
+    if binding.module_name != entry.module_name:
+        binding.cancel()
+        raise BuildError(f"the binding was translated for {binding.module_name}, not {entry.module_name}")
     for name, text in sources.files.items():
         (workdir / name).write_text(text, encoding="utf-8")
-    binding = f"{entry.module_name}.pyx"
-    (workdir / binding).write_bytes(BINDING.read_bytes())
+    (workdir / f"{entry.module_name}.pyx").write_bytes(BINDING.read_bytes())
     objects_dir = workdir / "build"
     objects_dir.mkdir()
     base = _compiler_base()
@@ -100,12 +151,12 @@ def compile_extension(sources: GeneratedSources, entry: Entry, workdir: Path) ->
         return target, _run(base + list(flags) + ["-c", source, "-o", target], workdir, f"compiling {source}")
 
     def binding_chain() -> tuple[str, str]:
-        log = _run([sys.executable, "-m", "cython", "-3", "--module-name", entry.module_name, "-o",
-                    f"{entry.module_name}.c", binding], workdir, "Cython")
+        text, log = binding.result()
+        (workdir / f"{entry.module_name}.c").write_text(text, encoding="utf-8")
         target, compile_log = compile_c(f"{entry.module_name}.c", BINDING_FLAGS)
         return target, log + compile_log
 
-    # The binding's chain (Cython, then its C) is the longest single job: start it first.
+    # The binding's chain (waiting for Cython, then its C) is the longest single job: start it first.
     with ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 2)) as pool:
         jobs = [pool.submit(binding_chain)] + [pool.submit(compile_c, name, ROBOT_FLAGS) for name in sources.c_files]
         results = [job.result() for job in jobs]
