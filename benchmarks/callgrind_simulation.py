@@ -8,10 +8,11 @@ around each run so that every run gets its own dump. Per tick::
     total    = (Ir(2N-tick run) - Ir(N-tick run)) / N         (set-up and allocation cancel)
     <kernel> = the same difference for the calls of one generated routine (e.g. rr_forward_dynamics),
                read from the dump's call edges: inclusive Ir per tick and calls per tick
+               (a column for every routine of robodyn.routines.TABLE that the loops call)
 
 plus libm's sin/cos/sincos, which the generated routines and the sine reference call.
 Cases: ``robodyn.simulate`` with each built-in controller (the C loop), the compiled loop
-called directly without recording qdd or timing ticks (``Dynamics.simulate``), and the
+called directly without recording qdd or timing ticks (``robot._simulate``), and the
 Python tick loop with the compiled computed-torque law or the NumPy one of
 test_bench_simulation.py as a callable. RK4, one step per 1 ms period, the motion of
 realtime_loop.scenario.
@@ -20,6 +21,10 @@ Usage::
 
     python benchmarks/callgrind_simulation.py                        # robots/rr.yaml
     python benchmarks/callgrind_simulation.py robots/puma560.yaml --ticks 2000 --json cg.json
+    python benchmarks/callgrind_simulation.py panda.urdf --lock panda_finger_joint1=0 --lock panda_finger_joint2=0
+
+The model options (``--method``, ``--lock``, ...) and the cache options (``--cache-dir``,
+``--force``) are those of every robodyn command (``robodyn.options``).
 
 Without valgrind on PATH the script says so and exits with status 0.
 """
@@ -40,8 +45,12 @@ from callgrind_calls import _total
 REPO = Path(__file__).resolve().parent.parent
 PERIOD = 1e-3
 BUILTIN = ("none", "pd", "pd-gravity", "computed-torque", "slotine-li")
-KERNELS = ("forward_dynamics", "inverse_dynamics", "coriolis_matrix", "mass_matrix", "nonlinear_effects",
-           "gravity")
+
+def _kernels() -> tuple[str, ...]:
+    """The routine names of the table: a column each (shown when the loops call it)."""
+    from robodyn.routines import TABLE
+
+    return tuple(routine.name for routine in TABLE)
 
 
 def _cases(robot):
@@ -63,10 +72,10 @@ def _cases(robot):
     def bare_loop(ticks):
         q, qd = np.empty((ticks + 1, robot.n)), np.empty((ticks + 1, robot.n))
         q[0], qd[0] = q0, qd0
-        robot._dynamics.simulate(law.capsule(), q, qd, None, None, None, None, None, None, PERIOD, "rk4", 1,
-                                 None, None, False)
+        robot._simulate(law.capsule(), q, qd, None, None, None, None, None, None, PERIOD, "rk4", 1, None, None,
+                        False)
 
-    cases["Dynamics.simulate: computed-torque, no qdd/tau/ref record, no clock"] = (bare_loop, False)
+    cases["robot._simulate: computed-torque, no qdd/tau/ref record, no clock"] = (bare_loop, False)
     cases["simulate(): callable-c-law, Python tick loop"] = (
         simulate_with(robodyn.FunctionController(law, law.reference), q0, qd0), True)
     cases["simulate(): callable-numpy-law, Python tick loop"] = (
@@ -75,9 +84,12 @@ def _cases(robot):
 
 
 def child(args) -> int:
-    import robodyn
+    """Under callgrind: the robot from its module file (no cache lookup, no compiler query here)."""
+    from robodyn.cache import import_extension
+    from robodyn.robot import Robot
 
-    robot = robodyn.load(args.robot, cache_dir=args.cache_dir)
+    path = Path(args.module).resolve()
+    robot = Robot.from_extension(import_extension(path.name.split(".")[0], path))
     dumps = []  # what each dump holds, in order
     for label, (run, python_loop) in _cases(robot).items():
         ticks = args.python_ticks if python_loop else args.ticks
@@ -122,27 +134,26 @@ def _is_trig(name: str) -> bool:
 def _measure(dump: Path, robot: str) -> dict:
     """Total Ir, and [calls, inclusive Ir] of each generated kernel and of libm's trigonometry."""
     edges = _callees(dump)
-    counts = {kernel: edges.get(f"{robot}_{kernel}", [0, 0]) for kernel in KERNELS}
+    counts = {kernel: edges.get(f"{robot}_{kernel}", [0, 0]) for kernel in _kernels()}
     counts["sin/cos"] = [sum(value[i] for name, value in edges.items() if _is_trig(name)) for i in (0, 1)]
     return {"total": _total(dump), **counts}
 
 
-def parent(args) -> int:
+def parent(args, options) -> int:
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         print("valgrind not found on PATH: skipping the instruction counts (install valgrind to run this).")
         return 0
     import robodyn  # build outside valgrind: SymPy and the compiler under callgrind would take ages
 
-    robodyn.load(args.robot, cache_dir=args.cache_dir)
+    module = Path(robodyn.load(args.robot, options, cache_dir=args.cache_dir, force=args.force).extension.__file__)
     with tempfile.TemporaryDirectory(prefix="robodyn-callgrind-sim-") as tmp:
         tmp = Path(tmp)
         labels_file = tmp / "labels.json"
         command = [valgrind, "--tool=callgrind", f"--callgrind-out-file={tmp / 'cg.out'}", "--dump-before=getppid",
                    sys.executable, str(Path(__file__).resolve()), "--child", str(labels_file),
-                   "--ticks", str(args.ticks), "--python-ticks", str(args.python_ticks), args.robot]
-        if args.cache_dir:
-            command += ["--cache-dir", str(args.cache_dir)]
+                   "--ticks", str(args.ticks), "--python-ticks", str(args.python_ticks), "--module",
+                   str(module.resolve())]
         result = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED="0"),
                                 check=False)
         if result.returncode != 0 or not labels_file.is_file():
@@ -171,7 +182,7 @@ def parent(args) -> int:
 
 
 def _print_table(robot: str, rows: dict, args) -> None:
-    columns = [key for key in (*KERNELS, "sin/cos") if any(row[key][0] for row in rows.values())]
+    columns = [key for key in (*_kernels(), "sin/cos") if any(row[key][0] for row in rows.values())]
     width = max(len(label) for label in rows)
     print(f"robot {robot}: instructions (Ir) per control tick, valgrind callgrind, {args.ticks} vs {2 * args.ticks} "
           f"ticks ({args.python_ticks} vs {2 * args.python_ticks} for the Python loops)")
@@ -184,15 +195,24 @@ def _print_table(robot: str, rows: dict, args) -> None:
 
 
 def main(argv=None) -> int:
+    from robodyn.options import add_arguments, from_arguments
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("robot", nargs="?", default=str(REPO / "robots" / "rr.yaml"))
-    parser.add_argument("--cache-dir", default=None, help="robodyn cache (default: $ROBODYN_CACHE_DIR or the usual one)")
+    parser.add_argument("robot", nargs="?", default=str(REPO / "robots" / "rr.yaml"), help="robot description")
     parser.add_argument("--ticks", type=int, default=5000, help="N for the compiled cases (default 5000)")
     parser.add_argument("--python-ticks", type=int, default=500, help="N for the Python loops (default 500)")
     parser.add_argument("--json", default=None, help="also write the results to this file")
     parser.add_argument("--child", metavar="LABELS", help=argparse.SUPPRESS)  # the run under valgrind; writes LABELS
+    parser.add_argument("--module", help=argparse.SUPPRESS)  # the child's robot module
+    add_arguments(parser)
     args = parser.parse_args(argv)
-    return child(args) if args.child else parent(args)
+    if args.child:
+        return child(args)
+    try:
+        options = from_arguments(args)
+    except (TypeError, ValueError) as exc:
+        parser.error(str(exc))
+    return parent(args, options)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
     python benchmarks/realtime_loop.py                                   # rr, computed torque, 10 s at 1 kHz
     python benchmarks/realtime_loop.py robots/puma560.yaml --controller slotine-li --duration 5
     python benchmarks/realtime_loop.py --rate 2000 --json realtime.json
+    python benchmarks/realtime_loop.py panda.urdf --lock panda_finger_joint1=0 --lock panda_finger_joint2=0
 
 Runs ``robodyn.simulate(..., realtime=True)``: the Python harness sleeps to absolute deadlines
 on the monotonic clock and at each tick reads the simulated plant, evaluates the controller
@@ -14,7 +15,9 @@ are what a plain Linux process gets under whatever else the machine is running; 
 average is printed next to them for that reason.
 
 The motion is the one of ``python -m robodyn simulate --reference sine``, started on the
-reference (zero initial error); ``scenario`` is shared with test_bench_simulation.py.
+reference (zero initial error); ``scenario`` is shared with test_bench_simulation.py. The model
+options (``--method``, ``--lock``, ...) and the cache options (``--cache-dir``, ``--force``) are
+those of every robodyn command (``robodyn.options``).
 """
 
 from __future__ import annotations
@@ -74,20 +77,25 @@ def run(robot, controller: str = "computed-torque", rate: float = 1000.0, durati
 
 def main(argv=None) -> int:
     from robodyn.control import BUILTIN
+    from robodyn.options import add_arguments, from_arguments
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("robot", nargs="?", default=str(REPO / "robots" / "rr.yaml"), help="robot description")
     parser.add_argument("--rate", type=float, default=1000.0, help="control rate in Hz (default 1000)")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds of wall time (default 10)")
     parser.add_argument("--controller", choices=list(BUILTIN), default="computed-torque")
-    parser.add_argument("--cache-dir", default=None, help="robodyn cache (default: $ROBODYN_CACHE_DIR or the usual one)")
     parser.add_argument("--json", default=None, metavar="FILE", help="also write the results to this file")
+    add_arguments(parser)
     args = parser.parse_args(argv)
     if not (args.rate > 0 and args.duration > 0):
         parser.error("--rate and --duration must be positive")
+    try:
+        options = from_arguments(args)
+    except (TypeError, ValueError) as exc:
+        parser.error(str(exc))
     import robodyn
 
-    robot = robodyn.load(args.robot, cache_dir=args.cache_dir)
+    robot = robodyn.load(args.robot, options, cache_dir=args.cache_dir, force=args.force)
     result = run(robot, args.controller, args.rate, args.duration)
     loop = result["loop"]
     print(f"{robot.name}: {args.controller}, {args.duration:g} s in real time at {args.rate:g} Hz "

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -23,8 +24,8 @@ __all__ = ["load", "Robot", "Parameters", "BuildOptions", "__version__",
            "Hold", "Step", "Sine", "Quintic"]
 
 
-def load(path, options: BuildOptions | None = None, *, cache_dir=None, force: bool = False, verbose: bool = False,
-         **option_values) -> Robot:
+def load(path, options: BuildOptions | None = None, *, cache_dir=None, force: bool = False,
+         verbose: bool | None = None, **option_values) -> Robot:
     """Load a robot description (YAML or URDF), generating and compiling it on first use.
 
     ``options`` (a ``BuildOptions``) or its fields as keywords choose how the model is built:
@@ -35,7 +36,9 @@ def load(path, options: BuildOptions | None = None, *, cache_dir=None, force: bo
     else ~/.cache/robodyn; ``force`` rebuilds even when the cache holds the robot.
 
     A cache hit needs neither SymPy nor a compiler run: it imports the module (milliseconds).
-    A miss runs the generator (``codegen.pipeline.build``), a few seconds for a small robot.
+    A miss runs the generator (``codegen.pipeline.build``), a few seconds for a small robot, and
+    says so on stderr; ``verbose=True`` also reports every stage (and cache hits), ``False``
+    nothing.
     """
     from . import cache
 
@@ -54,8 +57,13 @@ def load(path, options: BuildOptions | None = None, *, cache_dir=None, force: bo
                          cache_dir=root)
     from codegen.pipeline import build
 
+    if verbose is None:
+        print(f"[robodyn] building {path} (first use; cached in {root})", file=sys.stderr, flush=True)
     built = build(path, options, cache_dir=root, force=force,
                   progress=(lambda message: print(f"[codegen] {message}", flush=True)) if verbose else None)
+    if verbose is None:
+        print(f"[robodyn] built {built.entry.robot} in {built.timings.get('total_s', 0.0):.1f} s, self-check "
+              f"{'passed' if built.selfcheck.get('passed') else 'FAILED'}", file=sys.stderr, flush=True)
     module = cache.import_extension(built.entry.module_name, built.entry.module_path)
     return Robot(module, source=Path(path), options=options, manifest=built.manifest, selfcheck=built.selfcheck,
                  cache_dir=root)
