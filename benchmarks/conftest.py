@@ -2,15 +2,18 @@
 
 The rr (2-DOF) and rrr (3-DOF) robots are built once per session into a
 private temporary cache; their SymPy models are derived once and lambdified
-with the default parameter values substituted. At the end of the session a
-short summary prints each implementation's median time per call and the ratio
-robodyn / lambdify. Other benchmark modules print their own end-of-session
-tables through ``summary_sections``.
+with the default parameter values substituted. A ``RobotCase`` gives the
+inputs and ``out=`` buffers of any routine of the routine table
+(``robodyn.routines.TABLE``) from the sizes the table declares. At the end of
+the session a short summary prints each implementation's median time per call
+and the ratio robodyn / lambdify. Other benchmark modules print their own
+end-of-session tables through ``summary_sections``.
 """
 
 from __future__ import annotations
 
 import os
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +28,8 @@ _SECTIONS = pytest.StashKey[dict]()
 
 @dataclass
 class RobotCase:
-    """One robot: the compiled Robot, its lambdified SymPy model and a fixed random state."""
+    """One robot: the compiled Robot, its lambdified SymPy model and a fixed random state
+    (tau = inverse_dynamics(q, qd, qdd), so forward_dynamics(q, qd, tau) must give qdd back)."""
 
     name: str
     robot: object
@@ -34,11 +38,36 @@ class RobotCase:
     qd: np.ndarray
     qdd: np.ndarray
     tau: np.ndarray
-    lambdified: dict = field(default_factory=dict)  # (routine, cse) -> callable
+    lambdified: dict = field(default_factory=dict)  # (method, cse) -> callable
+
+    @property
+    def dims(self) -> dict[str, int]:
+        """The robot's dimensions, for the symbolic sizes and shapes of the routine table."""
+        return {"n": self.n}
+
+    def arguments(self, routine) -> dict[str, np.ndarray]:
+        """The required arguments of a table routine, by name (optional ones are left out, so None):
+        the case's state for q, qd, qdd and tau, fixed random values of the declared size otherwise."""
+        state = {"q": self.q, "qd": self.qd, "qdd": self.qdd, "tau": self.tau}
+        rng = np.random.default_rng(zlib.crc32(routine.name.encode()))  # the same values in every run
+        values = {}
+        for argument in routine.arguments:
+            if argument.optional:
+                continue
+            size = int(argument.size) if argument.size.isdigit() else self.dims[argument.size]
+            value = state.get(argument.name)
+            values[argument.name] = value if value is not None and value.shape == (size,) else rng.uniform(-1, 1, size)
+        return values
+
+    def outputs(self, routine):
+        """``out=`` buffers for one state: an array, or a tuple of arrays for several outputs."""
+        arrays = tuple(np.zeros(routine.shape(output, self.dims)) for output in routine.outputs)
+        return arrays[0] if len(arrays) == 1 else arrays
 
 
 def _lambdify_model(path: Path) -> dict:
-    """SymPy lambdify (numpy backend) of g, M, inverse dynamics and the bias C qd + g + friction."""
+    """SymPy lambdify (numpy backend) of g, M, inverse dynamics and the bias C qd + g + friction
+    (keyed by the Robot method they stand for, and cse)."""
     import sympy as sp
 
     import codegen
@@ -124,10 +153,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     results = config.stash.get(_RESULTS, {})
     if not results:
         return
-    terminalreporter.section("robodyn vs sympy.lambdify: median time per call")
+    terminalreporter.section("robodyn routines (vs sympy.lambdify where compared): median time per call")
     floor = results.get(("-", "loop", "pass"))
     implementations = sorted({key[2] for key in results if key[0] != "-"}, key=_implementation_order)
-    header = f"{'robot':<6} {'routine':<18}" + "".join(f"{impl:>18}" for impl in implementations)
+    header = f"{'robot':<6} {'routine':<18}" + "".join(f"{impl:>14}" for impl in implementations)
     write(header + f"{'robodyn/lambdify':>18}{'robodyn(out=)/lambdify':>24}")
     robots = list(dict.fromkeys(key[0] for key in results if key[0] != "-"))
     routines = list(dict.fromkeys(key[1] for key in results if key[0] != "-"))
@@ -136,7 +165,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             row = {impl: results.get((robot, routine, impl)) for impl in implementations}
             if not any(value is not None for value in row.values()):
                 continue
-            cells = "".join(f"{_ns(row[impl]):>18}" for impl in implementations)
+            cells = "".join(f"{_ns(row[impl]):>14}" for impl in implementations)
             lam = row.get("lambdify")
             write(f"{robot:<6} {routine:<18}{cells}{_ratio(row.get('robodyn'), lam):>18}"
                   f"{_ratio(row.get('robodyn_out'), lam):>24}")

@@ -1,11 +1,13 @@
 """Forward dynamics two ways, in C: sparse LᵀDL solve vs articulated-body algorithm.
 
-    python benchmarks/forward_dynamics_variants.py [DESCRIPTION] [--lock JOINT ...]
+    python benchmarks/forward_dynamics_variants.py [DESCRIPTION] [--lock JOINT=VALUE ...] [--tool LINK]
 
-Emits the recursive model of a robot (default: the Panda of example-robot-data, fingers
-locked) with each forward-dynamics variant, compiles a small C driver against each, checks
-that both give the same q̈, and reports time per call and, when valgrind is installed,
-instructions per call (stable on a busy machine). Measured here for the Panda (7 joints):
+Derives the recursive model of a robot once (default: the Panda of example-robot-data,
+fingers locked), runs the generator's routine and emit stages (``codegen.model.routines``,
+``codegen.emit.sources``) with each forward-dynamics option (``BuildOptions.forward``),
+compiles a small C driver against each variant's ``<robot>_forward_dynamics.c`` with the
+flags of robot modules, checks that both give the same q̈, and reports time per call and,
+when valgrind is installed, instructions per call (stable on a busy machine). Measured here for the Panda (7 joints):
 LᵀDL 5.9k instructions per call, articulated body 6.0k — within 2 %, so the default stays LᵀDL,
 which also handles motor rotors.
 """
@@ -22,7 +24,10 @@ from pathlib import Path
 import numpy as np
 
 import codegen
-from codegen.emit.routines import emit
+from codegen.emit.sources import emit
+from codegen.extension.compile import ROBOT_FLAGS
+from codegen.model.routines import define_routines
+from robodyn.options import BuildOptions, parse_assignments
 
 CALLS = 100_000
 
@@ -64,18 +69,26 @@ def _panda() -> tuple[Path, dict]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
-    parser.add_argument("description", nargs="?")
-    parser.add_argument("--lock", nargs="*", default=[])
+    parser.add_argument("description", nargs="?", help="robot description (default: the Panda, fingers locked)")
+    parser.add_argument("--lock", action="append", default=[], metavar="JOINT=VALUE",
+                        help="URDF: freeze a joint at a position (repeatable), as on every robodyn command")
+    parser.add_argument("--tool", default=None, metavar="LINK", help="the link that carries the tool frame")
     args = parser.parse_args()
-    path, lock = (Path(args.description), {j: 0.0 for j in args.lock}) if args.description else _panda()
-    model = codegen.derive(path, method="recursive", lock=lock)
+    try:
+        lock = parse_assignments(args.lock, "--lock")
+    except ValueError as exc:
+        parser.error(str(exc))
+    path, default_lock = (Path(args.description), {}) if args.description else _panda()
+    # The articulated-body variant needs the recursive route; the model is the same for both variants.
+    options = BuildOptions(method="recursive", lock=lock or default_lock, tool=args.tool)
+    model = codegen.derive(path, options)
     if model.aba is None:
         raise SystemExit("this robot has motor rotors: the articulated-body variant does not apply")
     defaults = "\n".join(f"    p[{i}] = {p.default!r};" for i, p in enumerate(model.description.parameters))
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for variant in ("ltdl", "aba"):
-            sources = emit(model, forward=variant)
+            sources = emit(define_routines(model, options.replace(forward=variant)))
             folder = Path(tmp) / variant
             folder.mkdir()
             for name, text in sources.files.items():
@@ -84,8 +97,9 @@ def main() -> int:
             (folder / "driver.c").write_text(DRIVER.format(robot=robot, n=model.n, np=max(1, len(model.parameters)),
                                                            calls=CALLS, defaults=defaults).replace(
                 "#include <stdio.h>", "#include <stdio.h>\n#include <stdlib.h>"))
-            subprocess.run(["gcc", "-O2", "-g0", "-fno-math-errno", "-o", "driver", "driver.c",
-                            f"{robot}_dynamics.c", "-lm"], cwd=folder, check=True)
+            # One file per routine: the driver needs only forward dynamics (robot modules' flags).
+            subprocess.run(["gcc", *ROBOT_FLAGS, "-o", "driver", "driver.c", f"{robot}_forward_dynamics.c", "-lm"],
+                           cwd=folder, check=True)
             fields = subprocess.run([str(folder / "driver")], capture_output=True, text=True,
                                     check=True).stdout.split()
             instructions = None

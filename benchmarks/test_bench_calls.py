@@ -1,25 +1,30 @@
-"""Call benchmarks: robodyn's compiled routines against sympy.lambdify and plain NumPy.
+"""Call benchmarks: every compiled routine of the routine table, against sympy.lambdify and plain NumPy.
 
 How to run (from the repository root, with the test extra installed:
 ``pip install -e .[test]``)::
 
     pytest benchmarks --benchmark-enable                 # all benchmarks, tables + summary
     pytest benchmarks --benchmark-enable -k "rr and g"   # a subset
-    pytest benchmarks --benchmark-enable --benchmark-columns=min,median,ops
+    pytest benchmarks --benchmark-enable -k "robodyn_out" --benchmark-columns=min,median,ops
     pytest benchmarks                                    # benchmarks disabled: each runs once, as a test
 
 pyproject.toml passes ``--benchmark-disable`` by default, hence ``--benchmark-enable``;
 ``testpaths = ["tests"]`` keeps these out of the normal test run. The rr (2-DOF)
-and rrr (3-DOF) robots are built once per session into a temporary cache (the
-run takes about a minute: SymPy derivation, C compilation, self-check; set
-``ROBODYN_BENCH_CACHE_DIR=/some/dir`` to reuse the compiled robots across runs).
+and rrr (3-DOF) robots are built once per session into a temporary cache (SymPy
+derivation, C compilation, self-check; set ``ROBODYN_BENCH_CACHE_DIR=/some/dir``
+to reuse the compiled robots across runs).
 
-What is compared, for g(q), M(q), inverse_dynamics(q, qd, qdd) and
-forward_dynamics(q, qd, tau), one state at a time (the control-loop case);
-each routine of each robot is one pytest-benchmark group:
+The cases come from the routine table (``robodyn.routines.TABLE``): for every
+routine, one state at a time (the control-loop case), its required arguments
+of the sizes the table declares (optional ones, such as the wrench ``h``, left
+out) and, per robot, one pytest-benchmark group per routine with:
 
-* ``robodyn_out``  -- the compiled routine writing into a preallocated ``out=`` array;
-* ``robodyn``      -- the same, allocating its result;
+* ``robodyn_out``  -- ``robot.<method>(..., out=out)``, writing into a preallocated buffer;
+* ``robodyn``      -- ``robot.<method>(...)``, allocating its result;
+
+and, for g(q), M(q), inverse_dynamics(q, qd, qdd) and forward_dynamics(q, qd, tau)
+(``PEERS``), the same model computed by others:
+
 * ``lambdify``     -- ``sympy.lambdify(..., "numpy")`` of the same SymPy model
   (``codegen.derive``), parameters substituted with their defaults; forward
   dynamics is ``np.linalg.solve(M(q), tau - bias(q, qd))`` with both lambdified;
@@ -30,8 +35,9 @@ each routine of each robot is one pytest-benchmark group:
   and forward dynamics: ``np.linalg.solve(M, tau - bias)``, with M and bias
   already computed -- the linear algebra alone.
 
-Every implementation is first checked to return the same values as robodyn
-(except the g/M floors, which compute something else).
+Every implementation is first checked to return the same values as robodyn's
+allocating call (except the g/M floors, which compute something else), and
+forward dynamics to give back the qdd its tau was computed from.
 
 Each benchmark round runs the call ``INNER`` (100) times in a generated loop
 with the arguments in local variables, because pytest-benchmark's per-round
@@ -47,43 +53,75 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from robodyn.routines import TABLE
+
 ROBOTS = ("rr", "rrr")
 INNER = 100
-ROUTINES = ("g", "M", "inverse_dynamics", "forward_dynamics")
-IMPLEMENTATIONS = ("robodyn_out", "robodyn", "lambdify", "lambdify_cse", "numpy")
+ROBODYN = ("robodyn_out", "robodyn")
+#: Robot methods with lambdify and NumPy peers, and the peers' arguments.
+PEERS = {"g": "q", "M": "q", "inverse_dynamics": "q, qd, qdd", "forward_dynamics": "q, qd, tau"}
+PEER_IMPLEMENTATIONS = ("lambdify", "lambdify_cse", "numpy")
+ROUTINES = {routine.method: routine for routine in TABLE}
+CASES = [pytest.param(method, impl, id=f"{method}-{impl}")
+         for method in ROUTINES
+         for impl in ROBODYN + (PEER_IMPLEMENTATIONS if method in PEERS else ())]
 
 
-def _spec(case, routine: str, impl: str):
-    """(call source, local bindings, expected result or None) for one benchmark."""
+def _reference(case, routine):
+    """robodyn's allocating result for the case's arguments, and an independent expectation if there is one."""
+    arguments = case.arguments(routine)
+    result = getattr(case.robot, routine.method)(**arguments)
+    independent = case.qdd if routine.name == "forward_dynamics" else None
+    return result, independent
+
+
+def _robodyn_spec(case, routine, impl: str):
+    """(call source, local bindings, expected result) of robodyn's own call."""
+    arguments = case.arguments(routine)
+    text = ", ".join(arguments)
+    expected, independent = _reference(case, routine)
+    bindings = dict(arguments, robot=case.robot)
+    if impl == "robodyn_out":
+        bindings["out"] = case.outputs(routine)
+        return f"robot.{routine.method}({text}, out=out)", bindings, expected if independent is None else independent
+    return f"robot.{routine.method}({text})", bindings, expected if independent is None else independent
+
+
+def _peer_spec(case, method: str, impl: str):
+    """(call source, local bindings, expected result or None) of a lambdify or NumPy peer."""
     robot, n = case.robot, case.n
     state = {"q": case.q, "qd": case.qd, "qdd": case.qdd, "tau": case.tau}
     M = robot.M(case.q)
     bias = robot.nonlinear_effects(case.q, case.qd)
-    arguments = {"g": "q", "M": "q", "inverse_dynamics": "q, qd, qdd", "forward_dynamics": "q, qd, tau"}[routine]
-    expected = {"g": robot.g(case.q), "M": M, "inverse_dynamics": case.tau, "forward_dynamics": case.qdd}[routine]
-    if impl in ("robodyn_out", "robodyn"):
-        bindings = dict(state, f=getattr(robot, routine))
-        if impl == "robodyn_out":
-            bindings["out"] = np.empty(expected.shape)
-            return f"f({arguments}, out=out)", bindings, expected
-        return f"f({arguments})", bindings, expected
+    arguments = PEERS[method]
+    expected = {"g": robot.g(case.q), "M": M, "inverse_dynamics": case.tau, "forward_dynamics": case.qdd}[method]
     if impl in ("lambdify", "lambdify_cse"):
         cse = impl == "lambdify_cse"
-        if routine == "forward_dynamics":
+        if method == "forward_dynamics":
             bindings = dict(state, Mf=case.lambdified["M", cse], bias=case.lambdified["bias", cse],
                             solve=np.linalg.solve)
             return "solve(Mf(q), tau - bias(q, qd).ravel())", bindings, expected
-        bindings = dict(state, f=case.lambdified[routine, cse])
+        bindings = dict(state, f=case.lambdified[method, cse])
         return f"f({arguments})", bindings, expected
     if impl == "numpy":
-        if routine == "g":
+        if method == "g":
             return "cos(q, out=out)", dict(state, cos=np.cos, out=np.empty(n)), None
-        if routine == "M":
+        if method == "M":
             return "outer(q, q, out=out)", dict(state, outer=np.multiply.outer, out=np.empty((n, n))), None
-        if routine == "inverse_dynamics":
+        if method == "inverse_dynamics":
             return "M @ qdd + bias", dict(state, M=M, bias=bias), expected
         return "solve(M, tau - bias)", dict(state, M=M, bias=bias, solve=np.linalg.solve), expected
     raise ValueError(impl)
+
+
+def _check(result, expected) -> None:
+    results = result if isinstance(expected, tuple) else (result,)
+    expecteds = expected if isinstance(expected, tuple) else (expected,)
+    assert len(results) == len(expecteds)
+    for value, reference in zip(results, expecteds):
+        value, reference = np.asarray(value, dtype=float), np.asarray(reference, dtype=float)
+        scale = float(np.abs(reference).max()) if reference.size else 0.0
+        np.testing.assert_allclose(value.reshape(reference.shape), reference, rtol=1e-9, atol=1e-9 * scale)
 
 
 def _loop(call: str, bindings: dict, inner: int):
@@ -94,20 +132,24 @@ def _loop(call: str, bindings: dict, inner: int):
     return namespace["run"]
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
-@pytest.mark.parametrize("routine", ROUTINES)
+@pytest.mark.parametrize("method, impl", CASES)
 @pytest.mark.parametrize("robot", ROBOTS)
-def test_call(benchmark, robot_case, bench_results, robot, routine, impl):
+def test_call(benchmark, robot_case, bench_results, robot, method, impl):
     case = robot_case(robot)
-    call, bindings, expected = _spec(case, routine, impl)
+    routine = ROUTINES[method]
+    if routine.name not in case.robot.routine_names:
+        pytest.skip(f"{robot}'s module has no routine {routine.name}")
+    if impl in ROBODYN:
+        call, bindings, expected = _robodyn_spec(case, routine, impl)
+    else:
+        call, bindings, expected = _peer_spec(case, method, impl)
     if expected is not None:
-        result = np.asarray(eval(call, {}, dict(bindings)))
-        np.testing.assert_allclose(result.reshape(expected.shape), expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
-    benchmark.group = f"{robot} ({case.n}-DOF): {routine}, time per {INNER} calls"
-    benchmark.extra_info.update(calls_per_round=INNER, call=call)
+        _check(eval(call, {}, dict(bindings)), expected)
+    benchmark.group = f"{robot} ({case.n}-DOF): {method}, time per {INNER} calls"
+    benchmark.extra_info.update(calls_per_round=INNER, call=call, routine=routine.name)
     benchmark(_loop(call, bindings, INNER))
     if benchmark.stats:
-        bench_results[robot, routine, impl] = benchmark.stats.stats.median / INNER
+        bench_results[robot, method, impl] = benchmark.stats.stats.median / INNER
 
 
 def test_loop_overhead(benchmark, bench_results):
@@ -117,3 +159,4 @@ def test_loop_overhead(benchmark, bench_results):
     benchmark(_loop("pass", {}, INNER))
     if benchmark.stats:
         bench_results["-", "loop", "pass"] = benchmark.stats.stats.median / INNER
+

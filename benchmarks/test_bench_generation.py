@@ -2,7 +2,8 @@
 
     pytest benchmarks/test_bench_generation.py --benchmark-enable -s
 
-Each case is one full build (``force=True``, a fresh cache directory): the time of every stage
+Each case is one full build by the generator's pipeline (``codegen.pipeline.build`` with the
+case's ``BuildOptions``, ``force=True``, a fresh cache directory): the time of every stage
 (parse, derive, emit with its CSE share, compile, self-check) goes to ``extra_info`` and is
 printed. The goal for the Franka Panda (7 joints, fingers locked, all routines) is 20 s on the
 2-core machine this project is built on; compilation, which runs Cython and two C compilers
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from codegen.build import ensure_built
+from codegen.pipeline import build as pipeline_build
+from robodyn.options import BuildOptions
 
 ROBOTS = Path(__file__).resolve().parent.parent / "robots"
 
@@ -30,27 +32,30 @@ def _example_robot_data(relative: str) -> Path:
 
 
 CASES = {
-    "rr (lagrange)": (lambda: ROBOTS / "rr.yaml", "lagrange", None),
-    "rrr (lagrange)": (lambda: ROBOTS / "rrr.yaml", "lagrange", None),
-    "rrr (recursive)": (lambda: ROBOTS / "rrr.yaml", "recursive", None),
-    "puma560 (recursive)": (lambda: ROBOTS / "puma560.yaml", "recursive", None),
-    "ur5 (recursive)": (lambda: _example_robot_data("ur_description/urdf/ur5_robot.urdf"), "recursive", None),
-    "panda (recursive)": (lambda: _example_robot_data("panda_description/urdf/panda.urdf"), "recursive",
-                          {"panda_finger_joint1": 0.0, "panda_finger_joint2": 0.0}),
+    "rr (lagrange)": (lambda: ROBOTS / "rr.yaml", BuildOptions(method="lagrange")),
+    "rrr (lagrange)": (lambda: ROBOTS / "rrr.yaml", BuildOptions(method="lagrange")),
+    "rrr (recursive)": (lambda: ROBOTS / "rrr.yaml", BuildOptions(method="recursive")),
+    "puma560 (recursive)": (lambda: ROBOTS / "puma560.yaml", BuildOptions(method="recursive")),
+    "ur5 (recursive)": (lambda: _example_robot_data("ur_description/urdf/ur5_robot.urdf"),
+                        BuildOptions(method="recursive")),
+    "panda (recursive)": (lambda: _example_robot_data("panda_description/urdf/panda.urdf"),
+                          BuildOptions(method="recursive",
+                                       lock={"panda_finger_joint1": 0.0, "panda_finger_joint2": 0.0})),
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_generation_time(case, benchmark, tmp_path):
-    path_of, method, lock = CASES[case]
+    path_of, options = CASES[case]
     path = path_of()
     benchmark.group = "generation"
     counter = iter(range(1000))
 
     def build():
-        return ensure_built(path, out=tmp_path / str(next(counter)), force=True, method=method, lock=lock)
+        return pipeline_build(path, options, cache_dir=tmp_path / str(next(counter)), force=True)
 
     built = benchmark.pedantic(build, rounds=1, iterations=1)
+    assert not built.cache_hit
     assert built.selfcheck["passed"]
     stages = {k: round(v, 2) for k, v in built.timings.items()}
     benchmark.extra_info.update(stages)
