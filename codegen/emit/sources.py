@@ -206,6 +206,17 @@ def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str
     return unused + lines, block.operations, block.cse_seconds
 
 
+def _kernel_signature(prefix: str, routine) -> str:
+    return f"int {prefix}_{routine.name}_kernel(const double *const *in, const double *p, double *const *out)"
+
+
+def _kernel_body(prefix: str, routine) -> list[str]:
+    arguments = [f"in[{k}]" for k in range(len(routine.arguments))] + ["p"]
+    arguments += [f"out[{k}]" for k in range(len(routine.outputs))]
+    call = f"{prefix}_{routine.name}({', '.join(arguments)})"
+    return [f"    return {call};"] if routine.failure else [f"    {call};", "    return 0;"]
+
+
 def _c_string(text: str, width: int = 100) -> str:
     """A C string literal, split into lines of at most ``width`` characters between escapes."""
     tokens = ["\\\\" if c == "\\" else '\\"' if c == '"' else "\\?" if c == "?" else c for c in text]
@@ -325,15 +336,7 @@ def _table_source(routines: RoutineSet, prefix: str, metadata: dict, counts: dic
         f'#include "{prefix}_dynamics.h"',
         "",
     ]
-    for definition in routines.definitions:
-        routine = definition.routine
-        arguments = [f"in[{k}]" for k in range(len(routine.arguments))] + ["p"]
-        arguments += [f"out[{k}]" for k in range(len(routine.outputs))]
-        call = f"{prefix}_{routine.name}({', '.join(arguments)})"
-        lines += [f"static int kernel_{routine.name}(const double *const *in, const double *p, double *const *out)",
-                  "{"]
-        lines += [f"    return {call};"] if routine.failure else [f"    {call};", "    return 0;"]
-        lines += ["}", ""]
+    lines += [_kernel_signature(prefix, d.routine) + ";" for d in routines.definitions] + [""]
     entries = []
     for definition in routines.definitions:
         routine = definition.routine
@@ -343,7 +346,7 @@ def _table_source(routines: RoutineSet, prefix: str, metadata: dict, counts: dic
         for output in routine.outputs:
             shape = list(routine.shape(output, dims)) + [1, 1]
             shapes.append(f"{{{shape[0]}, {shape[1]}}}")
-        entries.append(f'    {{"{routine.name}", kernel_{routine.name}, {len(routine.arguments)}, {{{sizes}}}, '
+        entries.append(f'    {{"{routine.name}", {prefix}_{routine.name}_kernel, {len(routine.arguments)}, {{{sizes}}}, '
                        f'{len(routine.outputs)}, {{{ranks}}}, {{{", ".join(shapes)}}}, {counts[routine.name]}L}},')
     defaults = ", ".join(repr(float(p.default)) for p in description.parameters)
     lines += [
@@ -401,6 +404,12 @@ def emit(routines: RoutineSet) -> GeneratedSources:
             signatures[routine.name],
             "{",
             *body,
+            "}",
+            "",
+            "/* The uniform signature of the runtime's table (robodyn_abi.h); the call above inlines here. */",
+            _kernel_signature(prefix, routine),
+            "{",
+            *_kernel_body(prefix, routine),
             "}",
             "",
         ])

@@ -130,6 +130,14 @@ cdef extern from "robodyn_sim.h" nogil:
                     const rd_sim_config* config, const rd_trajectory* out, double* work, long* failed_tick)
     double rd_monotonic()
 
+cdef extern from "robodyn_call.h":
+    enum:
+        RD_FAST_DONE, RD_FAST_DECLINED, RD_FAST_FAILED
+    int rd_fast_call(const rd_routine* r, unsigned optional, PyObject** args, const double* p, Py_ssize_t n_params,
+                     int release, PyObject* float64, PyObject** result)
+    Py_ssize_t rd_loop(const rd_routine* r, const double** inputs, double** outputs, const double* p,
+                       Py_ssize_t count, int batched) nogil
+
 cdef extern from "robodyn_method.h":
     ctypedef object (*rd_dispatch_fn)(object robot, int index, PyObject** args)
     int rd_method_ready() except -1
@@ -235,6 +243,14 @@ cdef extern from *:
 cdef cnp.dtype _FLOAT64 = np.dtype(np.float64)
 
 
+cdef extern from *:
+    """
+    /* A new reference as a Cython object without another INCREF. */
+    static CYTHON_INLINE PyObject *robodyn_steal(PyObject *x) { return x; }
+    """
+    object _steal "robodyn_steal"(PyObject* x)
+
+
 cdef inline cnp.ndarray _empty(int ndim, const cnp.npy_intp* dims):
     """A new uninitialised C-ordered float64 array: PyArray_EMPTY minus its dtype lookups (~100 instructions)."""
     Py_INCREF(_FLOAT64)
@@ -323,23 +339,6 @@ cdef inline Py_ssize_t _out_size(const rd_routine* r, int k) noexcept nogil:
     return <Py_ssize_t>r.out_shape[k][0] * r.out_shape[k][1]
 
 
-cdef Py_ssize_t _loop(const rd_routine* r, const double** ptrs, double** optrs, const double* p,
-                      Py_ssize_t count, bint batched) noexcept nogil:
-    """Run the kernel on each batch row; return the first failing row, or -1."""
-    cdef Py_ssize_t i
-    cdef int k
-    for i in range(count):
-        if r.kernel(ptrs, p, optrs) != 0:
-            return i
-        if batched:
-            for k in range(r.n_inputs):
-                if ptrs[k] != NULL:
-                    ptrs[k] = ptrs[k] + r.in_size[k]
-            for k in range(r.n_outputs):
-                optrs[k] = optrs[k] + _out_size(r, k)
-    return -1
-
-
 # ---------------------------------------------------------------------------
 # Routine methods: robodyn.Robot gets one per entry of the routine table.
 
@@ -353,8 +352,21 @@ cdef list _METHOD_NAMES = []
 
 
 cdef object _dispatch(object robot, int index, PyObject** args):
-    """Entry point of every routine method: self is a RobotCore (checked by the method)."""
-    return (<RobotCore>robot)._call(index, args)
+    """Entry point of every routine method (self is a RobotCore: the method checked it). The fast
+    path (robodyn_call.h) for one valid state; everything else goes to ``_call_general``."""
+    cdef RobotCore core = <RobotCore>robot
+    cdef PyObject* result = NULL
+    cdef int status
+    if index >= core._nslots or core._slots[index] == NULL:
+        return core._unavailable(index)
+    status = rd_fast_call(core._slots[index], core._optional[index], args, core._p, core._np,
+                          core._gil_mode == 2 or (core._gil_mode == 1 and core._heavy[index]),
+                          <PyObject*>_FLOAT64, &result)
+    if status == RD_FAST_DONE:
+        return _steal(result)
+    if status == RD_FAST_FAILED:
+        return _routine_failed(index, 0, False)
+    return core._call_general(index, args)
 
 
 def make_method(int index, str method, tuple argument_names, int n_required, failure, owner):
@@ -510,8 +522,28 @@ cdef class RobotCore:
 
     @property
     def parameter_values(self):
-        """The live parameter vector (float64, order of the description); writes take effect at once."""
-        return self._params[:self._np]
+        """The live parameter vector (float64, order of the description), read-only: change it through
+        ``robot.params`` (or ``_set_parameters``), which keeps every value finite, so calls need not check."""
+        view = self._params[:self._np]
+        view.flags.writeable = False
+        return view
+
+    def _set_parameter(self, Py_ssize_t index, double value):
+        """Set one parameter (finite values only)."""
+        if not 0 <= index < self._np:
+            raise IndexError(f"parameter index {index} out of range (this robot has {self._np})")
+        if not isfinite(value):
+            raise ValueError(f"parameter values must be finite, got {value}")
+        self._p[index] = value
+
+    def _set_parameters(self, values):
+        """Set every parameter from a sequence of finite numbers, in description order."""
+        array = np.ascontiguousarray(values, dtype=np.float64)
+        if array.shape != (self._np,):
+            raise ValueError(f"expected {self._np} parameter values, got shape {array.shape}")
+        if not np.all(np.isfinite(array)):
+            raise ValueError("parameter values must be finite")
+        self._params[:self._np] = array
 
     @property
     def release_gil(self):
@@ -528,62 +560,6 @@ cdef class RobotCore:
             raise ValueError('release_gil must be "auto", True or False')
 
     # -- the call path of every routine -------------------------------------
-
-    cdef object _call(self, int index, PyObject** args):
-        """Fast path for one valid state; everything else goes to ``_call_general``."""
-        if index >= self._nslots or self._slots[index] == NULL:
-            return self._unavailable(index)
-        cdef const rd_routine* r = self._slots[index]
-        cdef const double* ptrs[6]
-        cdef double* optrs[4]
-        cdef double scalar_result = 0.0
-        cdef double total = 0.0
-        cdef cnp.ndarray o
-        cdef cnp.npy_intp dims[2]
-        cdef int k, status
-        cdef PyObject* out = args[r.n_inputs]
-        for k in range(r.n_inputs):
-            if args[k] == NULL or <object>args[k] is None:
-                if not (self._optional[index] >> k) & 1u:
-                    return self._call_general(index, args)
-                ptrs[k] = NULL
-                continue
-            ptrs[k] = _fast_vector(<object>args[k], r.in_size[k])
-            if ptrs[k] == NULL:
-                return self._call_general(index, args)
-            total += _sum(ptrs[k], r.in_size[k])
-        total += _sum(self._p, self._np)
-        if not isfinite(total) or r.n_outputs != 1:  # a NaN or infinity (or an overflowing sum); a tuple result
-            return self._call_general(index, args)
-
-        cdef Py_ssize_t out_size = _out_size(r, 0)
-        if out != NULL and <object>out is not None:
-            optrs[0] = _fast_out(<object>out, r.out_rank[0], r.out_shape[0])
-            if optrs[0] == NULL:
-                return self._call_general(index, args)
-            for k in range(r.n_inputs):
-                if ptrs[k] != NULL and _overlaps(ptrs[k], r.in_size[k], optrs[0], out_size):
-                    return self._call_general(index, args)
-        elif r.out_rank[0] == 0:
-            optrs[0] = &scalar_result
-        else:
-            dims[0] = r.out_shape[0][0]
-            dims[1] = r.out_shape[0][1]
-            o = _empty(r.out_rank[0], dims)
-            optrs[0] = <double*>cnp.PyArray_DATA(o)
-
-        if self._gil_mode == 2 or (self._gil_mode == 1 and self._heavy[index]):
-            with nogil:
-                status = r.kernel(ptrs, self._p, optrs)
-        else:
-            status = r.kernel(ptrs, self._p, optrs)
-        if status != 0:
-            return _routine_failed(index, 0, False)
-        if out != NULL and <object>out is not None:
-            return <object>out
-        if r.out_rank[0] == 0:
-            return scalar_result
-        return o
 
     cdef object _unavailable(self, int index):
         if self._table == NULL:
@@ -605,8 +581,10 @@ cdef class RobotCore:
         cdef cnp.npy_intp one[1]
         cdef double scalar_result = 0.0
         cdef cnp.ndarray o
-        cdef list keep = []   # converted arrays stay alive while their pointers are used
-        cdef list results = []
+        cdef object first = None  # the first output, or a list of them for several
+        cdef list results = None
+        # Converted arrays stay alive while their pointers are used (a list only when some converted).
+        cdef list keep = None
         one[0] = 1
         for k in range(r.n_inputs):
             ptrs[k] = NULL
@@ -615,7 +593,11 @@ cdef class RobotCore:
                 if not (self._optional[index] >> k) & 1u:
                     raise TypeError(f"{_METHOD_NAMES[index]}: {names[k]} must be an array, not None")
                 continue
-            keep.append(_prepare(<object>args[k], names[k], r.in_size[k], &batch, &ptrs[k], &sizes[k]))
+            x = _prepare(<object>args[k], names[k], r.in_size[k], &batch, &ptrs[k], &sizes[k])
+            if x is not <object>args[k]:
+                if keep is None:
+                    keep = []
+                keep.append(x)
         _check_finite(self._p, self._np, "params")
         count = batch if batch > 0 else 1
 
@@ -658,17 +640,22 @@ cdef class RobotCore:
             for j in range(k):
                 if _overlaps(optrs[j], count * _out_size(r, j), optrs[k], count * _out_size(r, k)):
                     raise ValueError(f"{name}: must not share memory with another output")
-            results.append(o)
+            if k == 0:
+                first = o
+            else:
+                if results is None:
+                    results = [first]
+                results.append(o)
 
         if self._gil_mode == 2 or (self._gil_mode == 1 and (batch > 0 or self._heavy[index])):
             with nogil:
-                failed = _loop(r, ptrs, optrs, self._p, count, batch > 0)
+                failed = rd_loop(r, ptrs, optrs, self._p, count, batch > 0)
         else:
-            failed = _loop(r, ptrs, optrs, self._p, count, batch > 0)
+            failed = rd_loop(r, ptrs, optrs, self._p, count, batch > 0)
         if failed >= 0:
             return _routine_failed(index, failed, batch > 0)
         if r.n_outputs == 1:
-            return scalar_result if results[0] is None else results[0]
+            return scalar_result if first is None else first
         for k in range(r.n_outputs):
             if results[k] is None:
                 results[k] = scalar_result

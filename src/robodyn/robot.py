@@ -23,22 +23,25 @@ class Parameters(MutableMapping):
     names. Values must be finite real numbers.
     """
 
-    def __init__(self, names: list[str], values: np.ndarray, defaults: list[float]):
+    def __init__(self, robot: "Robot", names: list[str], defaults: list[float]):
+        self._robot = robot
         self._index = {name: i for i, name in enumerate(names)}
-        self._values = values
         self._defaults = dict(zip(names, defaults))
 
     def __getitem__(self, name: str) -> float:
-        return float(self._values[self._lookup(name)])
+        return float(self._robot.parameter_values[self._lookup(name)])
 
     def __setitem__(self, name: str, value: float) -> None:
         index = self._lookup(name)
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise TypeError(f"parameter {name!r}: expected a real number, got {type(value).__name__}")
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:
+            value = float("inf")
         if not np.isfinite(value):
             raise ValueError(f"parameter {name!r}: value must be finite, got {value}")
-        self._values[index] = value
+        self._robot._set_parameter(index, value)
 
     def __delitem__(self, name: str) -> None:
         raise TypeError("parameters are fixed by the robot description; they cannot be deleted")
@@ -52,14 +55,13 @@ class Parameters(MutableMapping):
     def _lookup(self, name: str) -> int:
         try:
             return self._index[name]
-        except KeyError:
+        except (KeyError, TypeError):
             known = ", ".join(self._index) or "none"
             raise KeyError(f"unknown parameter {name!r}; this robot has: {known}") from None
 
     def reset(self) -> None:
         """Restore every parameter to the default of the description."""
-        for name, value in self._defaults.items():
-            self._values[self._index[name]] = value
+        self._robot._set_parameters([self._defaults[name] for name in self._index])
 
     @property
     def defaults(self) -> dict[str, float]:
@@ -67,7 +69,7 @@ class Parameters(MutableMapping):
 
     def as_array(self) -> np.ndarray:
         """A copy of the values, in description order."""
-        return np.array(self._values, dtype=float)
+        return np.array(self._robot.parameter_values, dtype=float)
 
     def __repr__(self) -> str:
         body = ", ".join(f"{k}={self[k]:g}" for k in self._index)
@@ -105,7 +107,7 @@ class Robot(RobotCore):
         self.selfcheck = selfcheck or {}
         self._cache_dir = cache_dir
         names = [p["name"] for p in meta["parameters"]]
-        self.params = Parameters(names, self.parameter_values, [p["default"] for p in meta["parameters"]])
+        self.params = Parameters(self, names, [p["default"] for p in meta["parameters"]])
 
     @classmethod
     def from_extension(cls, extension) -> "Robot":
@@ -136,7 +138,7 @@ class Robot(RobotCore):
         """An independent robot object (own parameter values) sharing the compiled code."""
         other = type(self)(self.extension, source=self.source, options=self.options, manifest=self.manifest,
                            selfcheck=self.selfcheck, cache_dir=self._cache_dir)
-        other.parameter_values[:] = self.parameter_values
+        other._set_parameters(self.parameter_values)
         other.release_gil = self.release_gil
         return other
 
@@ -148,10 +150,7 @@ class Robot(RobotCore):
                            None if self._cache_dir is None else str(self._cache_dir), key, module_path), state)
 
     def __setstate__(self, state: dict) -> None:
-        values = np.asarray(state["params"], dtype=float)
-        if values.shape != self.parameter_values.shape:
-            raise ValueError("pickled parameters do not match this robot's")
-        self.parameter_values[:] = values
+        self._set_parameters(state["params"])
         self.release_gil = state["release_gil"]
 
     def __repr__(self) -> str:

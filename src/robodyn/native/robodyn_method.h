@@ -45,37 +45,52 @@ static PyObject *rd_method_name(rd_method_object *m)
 static PyObject *rd_method_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     rd_method_object *m = (rd_method_object *)callable;
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    PyObject *slots[RD_METHOD_MAX_ARGS] = {NULL};
+    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    const int n_args = m->n_args;
+    PyObject *slots[RD_METHOD_MAX_ARGS];
     if (nargs < 1 || !PyObject_TypeCheck(args[0], m->owner)) {
         PyErr_Format(PyExc_TypeError, "%S() must be called on a %s", rd_method_name(m), m->owner->tp_name);
         return NULL;
     }
-    Py_ssize_t given = nargs - 1;
-    if (given > m->n_args) {
+    const Py_ssize_t given = nargs - 1;
+    if (given > n_args) {
         PyErr_Format(PyExc_TypeError, "%S() takes at most %d positional arguments (%zd given)",
-                     rd_method_name(m), m->n_args, given);
+                     rd_method_name(m), n_args, given);
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < given; ++i)
-        slots[i] = args[i + 1];
+    /* Spelled out: as loops, the compiler calls memcpy and memset, several times the work. */
+    int i;
+    for (i = (int)given; i < RD_METHOD_MAX_ARGS; ++i)
+        slots[i] = NULL;
+    switch (given) {
+    case 8: slots[7] = args[8]; /* fall through */
+    case 7: slots[6] = args[7]; /* fall through */
+    case 6: slots[5] = args[6]; /* fall through */
+    case 5: slots[4] = args[5]; /* fall through */
+    case 4: slots[3] = args[4]; /* fall through */
+    case 3: slots[2] = args[3]; /* fall through */
+    case 2: slots[1] = args[2]; /* fall through */
+    case 1: slots[0] = args[1]; /* fall through */
+    default: break;
+    }
     if (kwnames != NULL) {
-        Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+        const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
         for (Py_ssize_t k = 0; k < nkw; ++k) {
             PyObject *key = PyTuple_GET_ITEM(kwnames, k);
             int found = -1;
-            for (int i = 0; i < m->n_args; ++i) { /* interned names: identity first */
-                if (PyTuple_GET_ITEM(m->names, i) == key) {
-                    found = i;
+            /* Keyword names in calls are interned, as are ours: identity decides almost always. */
+            for (int j = n_args - 1; j >= 0; --j) {
+                if (PyTuple_GET_ITEM(m->names, j) == key) {
+                    found = j;
                     break;
                 }
             }
-            for (int i = 0; found < 0 && i < m->n_args; ++i) {
-                int equal = PyUnicode_Compare(PyTuple_GET_ITEM(m->names, i), key);
+            for (int j = 0; found < 0 && j < n_args; ++j) {
+                int equal = PyUnicode_Compare(PyTuple_GET_ITEM(m->names, j), key);
                 if (equal == -1 && PyErr_Occurred())
                     return NULL;
                 if (equal == 0)
-                    found = i;
+                    found = j;
             }
             if (found < 0) {
                 PyErr_Format(PyExc_TypeError, "%S() got an unexpected keyword argument '%S'", rd_method_name(m), key);
@@ -89,7 +104,7 @@ static PyObject *rd_method_vectorcall(PyObject *callable, PyObject *const *args,
             slots[found] = args[nargs + k];
         }
     }
-    for (int i = 0; i < m->n_required; ++i) {
+    for (i = (int)given; i < m->n_required; ++i) {
         if (slots[i] == NULL) {
             PyErr_Format(PyExc_TypeError, "%S() missing required argument '%S' (pos %d)", rd_method_name(m),
                          PyTuple_GET_ITEM(m->names, i), i + 1);

@@ -1,0 +1,169 @@
+/*
+ * robodyn_call.h: the hot path of every routine call, in C.
+ *
+ * rd_fast_call handles the common case of a control loop -- one state, exact float64
+ * ndarrays of the right length, C-contiguous, aligned, native-endian, with finite
+ * values, and `out` absent or exactly right -- reading only array headers: no Python
+ * object is created unless the result must be allocated, and no exception is raised.
+ * Anything else returns RD_FAST_DECLINED and the caller takes the general path
+ * (robodyn/_native.pyx), which converts, loops over batches and raises precise errors.
+ * The fast path accepts a subset of what the general path accepts and computes the
+ * same result. Parameters are not checked here: the runtime stores only finite ones.
+ *
+ * Included into robodyn._native after numpy/arrayobject.h (it uses that module's
+ * NumPy API table).
+ */
+#ifndef ROBODYN_CALL_H
+#define ROBODYN_CALL_H
+
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "robodyn_abi.h"
+
+enum { RD_FAST_DONE = 1, RD_FAST_DECLINED = 0, RD_FAST_FAILED = -1 };
+
+#define RD_IN_FLAGS (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED)
+#define RD_OUT_FLAGS (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE)
+
+/* Sum of x[0:n], two accumulators. If every x[i] is finite the sum is finite, except for an
+   overflow near 1e308; any NaN or infinity makes it NaN or infinite. So a finite sum proves
+   all values finite, and a non-finite one sends the call to the general path, which checks
+   the values one by one (and accepts an overflowing sum). */
+static inline double rd_sum(const double *x, Py_ssize_t n)
+{
+    double a0 = 0.0, a1 = 0.0;
+    Py_ssize_t i = 0;
+    for (; i + 1 < n; i += 2) {
+        a0 += x[i];
+        a1 += x[i + 1];
+    }
+    if (i < n)
+        a0 += x[i];
+    return a0 + a1;
+}
+
+static inline int rd_overlaps(const double *a, Py_ssize_t na, const double *b, Py_ssize_t nb)
+{
+    return (uintptr_t)a < (uintptr_t)(b + nb) && (uintptr_t)b < (uintptr_t)(a + na);
+}
+
+/* The data of x if it is an exact float64 ndarray of `rank` (0 to 2) with these dims and flags, else NULL. */
+static inline double *rd_array_data(PyObject *x, int rank, const int *dims, int flags)
+{
+    if (Py_TYPE(x) != &PyArray_Type)
+        return NULL;
+    PyArrayObject *a = (PyArrayObject *)x;
+    if (PyArray_NDIM(a) != rank || (PyArray_FLAGS(a) & flags) != flags)
+        return NULL;
+    const npy_intp *shape = PyArray_DIMS(a);
+    if ((rank >= 1 && shape[0] != dims[0]) || (rank == 2 && shape[1] != dims[1]))
+        return NULL;
+    const PyArray_Descr *descr = PyArray_DESCR(a);
+    if (descr->type_num != NPY_DOUBLE || !PyArray_ISNBO(descr->byteorder))
+        return NULL;
+    return (double *)PyArray_DATA(a);
+}
+
+/* args: n_inputs arguments then `out` (NULL: not given). `float64_descr`: the float64 dtype (borrowed).
+   On RD_FAST_DONE *result is a new reference; on RD_FAST_FAILED the kernel returned nonzero
+   (nothing allocated survives). `release`: run the kernel without the GIL. */
+static int rd_fast_call(const rd_routine *r, unsigned optional, PyObject *const *args, const double *p,
+                        Py_ssize_t n_params, int release, PyObject *float64_descr, PyObject **result)
+{
+    PyArray_Descr *float64 = (PyArray_Descr *)float64_descr;
+    const double *in[RD_MAX_INPUTS];
+    double total = 0.0;
+    const int n_inputs = r->n_inputs;
+    if (r->n_outputs != 1)
+        return RD_FAST_DECLINED;
+    for (int k = 0; k < n_inputs; ++k) {
+        PyObject *x = args[k];
+        if (x == NULL || x == Py_None) {
+            if (!((optional >> k) & 1u))
+                return RD_FAST_DECLINED;
+            in[k] = NULL;
+            continue;
+        }
+        const double *data = rd_array_data(x, 1, &r->in_size[k], RD_IN_FLAGS);
+        if (data == NULL)
+            return RD_FAST_DECLINED;
+        in[k] = data;
+        total += rd_sum(data, r->in_size[k]);
+    }
+    (void)n_params; /* the runtime only stores finite parameters (RobotCore._set_parameter) */
+    if (!isfinite(total))
+        return RD_FAST_DECLINED;
+
+    const int rank = r->out_rank[0];
+    const Py_ssize_t size = (Py_ssize_t)r->out_shape[0][0] * r->out_shape[0][1];
+    PyObject *out = args[n_inputs];
+    PyObject *made = NULL;
+    double scalar = 0.0;
+    double *target;
+    if (out != NULL && out != Py_None) {
+        target = rd_array_data(out, rank, r->out_shape[0], RD_OUT_FLAGS);
+        if (target == NULL)
+            return RD_FAST_DECLINED;
+        for (int k = 0; k < n_inputs; ++k)
+            if (in[k] != NULL && rd_overlaps(in[k], r->in_size[k], target, size))
+                return RD_FAST_DECLINED;
+    } else if (rank == 0) {
+        target = &scalar;
+    } else {
+        npy_intp dims[2] = {r->out_shape[0][0], r->out_shape[0][1]};
+        Py_INCREF(float64);
+        made = PyArray_NewFromDescr(&PyArray_Type, float64, rank, dims, NULL, NULL, 0, NULL);
+        if (made == NULL)
+            return RD_FAST_DECLINED; /* the general path reports the error */
+        target = (double *)PyArray_DATA((PyArrayObject *)made);
+    }
+    double *const outs[1] = {target};
+    int status;
+    if (release) {
+        Py_BEGIN_ALLOW_THREADS
+        status = r->kernel(in, p, outs);
+        Py_END_ALLOW_THREADS
+    } else {
+        status = r->kernel(in, p, outs);
+    }
+    if (status != 0) {
+        Py_XDECREF(made);
+        return RD_FAST_FAILED;
+    }
+    if (made != NULL) {
+        *result = made;
+    } else if (target == &scalar) {
+        *result = PyFloat_FromDouble(scalar);
+        if (*result == NULL)
+            return RD_FAST_DECLINED;
+    } else {
+        Py_INCREF(out);
+        *result = out;
+    }
+    return RD_FAST_DONE;
+}
+
+/* Run the kernel on `count` rows (batched) or once; returns the first failing row, or -1. */
+static Py_ssize_t rd_loop(const rd_routine *r, const double **in, double **out, const double *p, Py_ssize_t count,
+                          int batched)
+{
+    Py_ssize_t in_step[RD_MAX_INPUTS], out_step[RD_MAX_OUTPUTS];
+    const int n_inputs = r->n_inputs, n_outputs = r->n_outputs;
+    for (int k = 0; k < n_inputs; ++k)
+        in_step[k] = (batched && in[k] != NULL) ? r->in_size[k] : 0;
+    for (int k = 0; k < n_outputs; ++k)
+        out_step[k] = batched ? (Py_ssize_t)r->out_shape[k][0] * r->out_shape[k][1] : 0;
+    for (Py_ssize_t i = 0; i < count; ++i) {
+        if (r->kernel(in, p, out) != 0)
+            return i;
+        for (int k = 0; k < n_inputs; ++k)
+            in[k] += in_step[k];
+        for (int k = 0; k < n_outputs; ++k)
+            out[k] += out_step[k];
+    }
+    return -1;
+}
+
+#endif
