@@ -133,6 +133,14 @@ cdef extern from "robodyn_sim.h" nogil:
 cdef extern from "robodyn_call.h":
     enum:
         RD_FAST_DONE, RD_FAST_DECLINED, RD_FAST_FAILED
+    ctypedef struct rd_core:
+        int n_slots
+        const rd_routine** slots
+        unsigned* optional
+        char* heavy
+        double* p
+        int n_params
+        int gil_mode
     int rd_fast_call(const rd_routine* r, unsigned optional, PyObject** args, const double* p, Py_ssize_t n_params,
                      int release, PyObject* float64, PyObject** result)
     Py_ssize_t rd_loop(const rd_routine* r, const double** inputs, double** outputs, const double* p,
@@ -140,8 +148,12 @@ cdef extern from "robodyn_call.h":
 
 cdef extern from "robodyn_method.h":
     ctypedef object (*rd_dispatch_fn)(object robot, int index, PyObject** args)
-    int rd_method_ready() except -1
-    object rd_method_new(int index, tuple names, int n_required, PyTypeObject* owner, rd_dispatch_fn dispatch)
+    Py_ssize_t rd_core_offset
+    PyObject* rd_float64_descr
+    enum:
+        RD_METHOD_SLOTS
+    object rd_method_new(int index, const char* name, const char* doc, tuple names, int n_required,
+                         PyTypeObject* owner, rd_dispatch_fn dispatch)
 
 cdef extern from *:
     """
@@ -168,7 +180,6 @@ import json as _json
 import numpy as np
 
 cnp.import_array()
-rd_method_ready()
 
 #: Hash of the C layout shared with robot modules (robodyn_abi.h, robodyn_sim.h).
 ABI_HASH = (<bytes>rd_abi_hash).decode("ascii")
@@ -357,10 +368,10 @@ cdef object _dispatch(object robot, int index, PyObject** args):
     cdef RobotCore core = <RobotCore>robot
     cdef PyObject* result = NULL
     cdef int status
-    if index >= core._nslots or core._slots[index] == NULL:
+    if index >= core._core.n_slots or core._core.slots[index] == NULL:
         return core._unavailable(index)
-    status = rd_fast_call(core._slots[index], core._optional[index], args, core._p, core._np,
-                          core._gil_mode == 2 or (core._gil_mode == 1 and core._heavy[index]),
+    status = rd_fast_call(core._core.slots[index], core._core.optional[index], args, core._core.p, core._core.n_params,
+                          core._core.gil_mode == 2 or (core._core.gil_mode == 1 and core._core.heavy[index]),
                           <PyObject*>_FLOAT64, &result)
     if status == RD_FAST_DONE:
         return _steal(result)
@@ -369,18 +380,29 @@ cdef object _dispatch(object robot, int index, PyObject** args):
     return core._call_general(index, args)
 
 
-def make_method(int index, str method, tuple argument_names, int n_required, failure, owner):
-    """A routine method object for table entry ``index`` (robodyn.robot.install sets its documentation)."""
+# The C strings of each method's name and doc must outlive it: kept here, by table index.
+cdef list _METHOD_STRINGS = []
+
+
+def make_method(int index, str method, str doc, tuple argument_names, int n_required, failure, owner):
+    """A method descriptor of ``owner`` for table entry ``index``; ``doc`` starts with its text signature."""
     if not isinstance(owner, type) or not issubclass(owner, RobotCore):
         raise TypeError("owner must be a subclass of RobotCore")
+    if not 0 <= index < RD_METHOD_SLOTS:
+        raise ValueError(f"routine table: at most {RD_METHOD_SLOTS} routines")
     while len(_ARGUMENT_NAMES) <= index:
         _ARGUMENT_NAMES.append(())
         _FAILURES.append(None)
         _METHOD_NAMES.append("")
+        _METHOD_STRINGS.append(None)
     _ARGUMENT_NAMES[index] = argument_names
     _FAILURES[index] = failure
     _METHOD_NAMES[index] = method
-    return rd_method_new(index, argument_names + ("out",), n_required, <PyTypeObject*>owner, _dispatch)
+    name_bytes, doc_bytes = method.encode("utf-8"), doc.encode("utf-8")
+    descriptor = rd_method_new(index, name_bytes, doc_bytes, argument_names + ("out",), n_required,
+                               <PyTypeObject*>owner, _dispatch)
+    _METHOD_STRINGS[index] = (name_bytes, doc_bytes)
+    return descriptor
 
 
 cdef object _routine_failed(int index, Py_ssize_t row, bint batched):
@@ -406,22 +428,16 @@ cdef class RobotCore:
     cdef object _extension          # the robot module: keeps its code loaded
     cdef const rd_robot* _table
     cdef int _n
-    cdef int _np
     cdef cnp.ndarray _params
-    cdef double* _p
-    cdef int _gil_mode
-    cdef int _nslots
-    cdef const rd_routine** _slots  # by routine-table index; NULL: not in this robot
-    cdef unsigned* _optional        # bit k: argument k may be None
-    cdef char* _heavy
+    cdef rd_core _core              # what a call needs (robodyn_call.h): slots, parameters, GIL mode
     cdef rd_model _model
     cdef bint _has_model
     cdef cnp.ndarray _step_work
 
     def __dealloc__(self):
-        PyMem_Free(self._slots)
-        PyMem_Free(self._optional)
-        PyMem_Free(self._heavy)
+        PyMem_Free(self._core.slots)
+        PyMem_Free(self._core.optional)
+        PyMem_Free(self._core.heavy)
 
     def _attach(self, extension, tuple routines):
         """Bind a robot module: ``routines`` is the routine table as (name, argument count, output count,
@@ -436,10 +452,10 @@ cdef class RobotCore:
         cdef int count = len(routines)
         cdef int i, k
         cdef const rd_routine* r
-        self._slots = <const rd_routine**>PyMem_Calloc(max(count, 1), sizeof(rd_routine*))
-        self._optional = <unsigned*>PyMem_Calloc(max(count, 1), sizeof(unsigned))
-        self._heavy = <char*>PyMem_Calloc(max(count, 1), sizeof(char))
-        if self._slots == NULL or self._optional == NULL or self._heavy == NULL:
+        self._core.slots = <const rd_routine**>PyMem_Calloc(max(count, 1), sizeof(rd_routine*))
+        self._core.optional = <unsigned*>PyMem_Calloc(max(count, 1), sizeof(unsigned))
+        self._core.heavy = <char*>PyMem_Calloc(max(count, 1), sizeof(char))
+        if self._core.slots == NULL or self._core.optional == NULL or self._core.heavy == NULL:
             raise MemoryError()
         for i, (name, n_arguments, n_outputs, optional) in enumerate(routines):
             r = _find(table, (<str>name).encode("ascii"))
@@ -449,22 +465,22 @@ cdef class RobotCore:
                     or r.n_outputs > RD_MAX_OUTPUTS or r.kernel == NULL):
                 raise ImportError(f"{extension.__name__}: routine {name} was built for another routine table "
                                   "(rebuild the robot)")
-            self._slots[i] = r
-            self._heavy[i] = r.operations >= HEAVY_OPERATIONS
+            self._core.slots[i] = r
+            self._core.heavy[i] = r.operations >= HEAVY_OPERATIONS
             for k, flag in enumerate(optional):
                 if flag:
-                    self._optional[i] |= 1u << k
-        self._nslots = count
+                    self._core.optional[i] |= 1u << k
+        self._core.n_slots = count
         self._extension = extension
         self._table = table
         self._n = table.n
-        self._np = table.n_params
+        self._core.n_params = table.n_params
         self._params = np.array([table.param_defaults[i] for i in range(table.n_params)] or [0.0], dtype=np.float64)
-        self._p = <double*>cnp.PyArray_DATA(self._params)
-        self._gil_mode = 1
+        self._core.p = <double*>cnp.PyArray_DATA(self._params)
+        self._core.gil_mode = 1
         self._model.n = table.n
         self._model.n_params = table.n_params
-        self._model.p = self._p
+        self._model.p = self._core.p
         self._model.mass_matrix = self._kernel(b"mass_matrix")
         self._model.coriolis_matrix = self._kernel(b"coriolis_matrix")
         self._model.gravity = self._kernel(b"gravity")
@@ -524,38 +540,38 @@ cdef class RobotCore:
     def parameter_values(self):
         """The live parameter vector (float64, order of the description), read-only: change it through
         ``robot.params`` (or ``_set_parameters``), which keeps every value finite, so calls need not check."""
-        view = self._params[:self._np]
+        view = self._params[:self._core.n_params]
         view.flags.writeable = False
         return view
 
     def _set_parameter(self, Py_ssize_t index, double value):
         """Set one parameter (finite values only)."""
-        if not 0 <= index < self._np:
-            raise IndexError(f"parameter index {index} out of range (this robot has {self._np})")
+        if not 0 <= index < self._core.n_params:
+            raise IndexError(f"parameter index {index} out of range (this robot has {self._core.n_params})")
         if not isfinite(value):
             raise ValueError(f"parameter values must be finite, got {value}")
-        self._p[index] = value
+        self._core.p[index] = value
 
     def _set_parameters(self, values):
         """Set every parameter from a sequence of finite numbers, in description order."""
         array = np.ascontiguousarray(values, dtype=np.float64)
-        if array.shape != (self._np,):
-            raise ValueError(f"expected {self._np} parameter values, got shape {array.shape}")
+        if array.shape != (self._core.n_params,):
+            raise ValueError(f"expected {self._core.n_params} parameter values, got shape {array.shape}")
         if not np.all(np.isfinite(array)):
             raise ValueError("parameter values must be finite")
-        self._params[:self._np] = array
+        self._params[:self._core.n_params] = array
 
     @property
     def release_gil(self):
         """"auto" (default: batches and routines of 1000 operations or more), True (every call) or False."""
-        return {0: False, 1: "auto", 2: True}[self._gil_mode]
+        return {0: False, 1: "auto", 2: True}[self._core.gil_mode]
 
     @release_gil.setter
     def release_gil(self, value):
         if isinstance(value, str) and value == "auto":
-            self._gil_mode = 1
+            self._core.gil_mode = 1
         elif value is True or value is False:
-            self._gil_mode = 2 if value else 0
+            self._core.gil_mode = 2 if value else 0
         else:
             raise ValueError('release_gil must be "auto", True or False')
 
@@ -569,7 +585,7 @@ cdef class RobotCore:
 
     cdef object _call_general(self, int index, PyObject** args):
         """Validate inputs, allocate or check ``out``, call the kernel once or per batch row."""
-        cdef const rd_routine* r = self._slots[index]
+        cdef const rd_routine* r = self._core.slots[index]
         cdef tuple names = <tuple>_ARGUMENT_NAMES[index]
         cdef const double* ptrs[6]
         cdef double* optrs[4]
@@ -590,7 +606,7 @@ cdef class RobotCore:
             ptrs[k] = NULL
             sizes[k] = 0
             if args[k] == NULL or <object>args[k] is None:
-                if not (self._optional[index] >> k) & 1u:
+                if not (self._core.optional[index] >> k) & 1u:
                     raise TypeError(f"{_METHOD_NAMES[index]}: {names[k]} must be an array, not None")
                 continue
             x = _prepare(<object>args[k], names[k], r.in_size[k], &batch, &ptrs[k], &sizes[k])
@@ -598,7 +614,7 @@ cdef class RobotCore:
                 if keep is None:
                     keep = []
                 keep.append(x)
-        _check_finite(self._p, self._np, "params")
+        _check_finite(self._core.p, self._core.n_params, "params")
         count = batch if batch > 0 else 1
 
         out = None if args[r.n_inputs] == NULL else <object>args[r.n_inputs]
@@ -647,11 +663,11 @@ cdef class RobotCore:
                     results = [first]
                 results.append(o)
 
-        if self._gil_mode == 2 or (self._gil_mode == 1 and (batch > 0 or self._heavy[index])):
+        if self._core.gil_mode == 2 or (self._core.gil_mode == 1 and (batch > 0 or self._core.heavy[index])):
             with nogil:
-                failed = rd_loop(r, ptrs, optrs, self._p, count, batch > 0)
+                failed = rd_loop(r, ptrs, optrs, self._core.p, count, batch > 0)
         else:
-            failed = rd_loop(r, ptrs, optrs, self._p, count, batch > 0)
+            failed = rd_loop(r, ptrs, optrs, self._core.p, count, batch > 0)
         if failed >= 0:
             return _routine_failed(index, failed, batch > 0)
         if r.n_outputs == 1:
@@ -687,7 +703,7 @@ cdef class RobotCore:
         if (qp == NULL or qdp == NULL or taup == NULL or (h is not None and hp == NULL)
                 or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>q) or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>qd)
                 or _overlaps(qp, n, qdp, n)
-                or not isfinite(_sum(qp, n) + _sum(qdp, n) + _sum(taup, n) + _sum(self._p, self._np)
+                or not isfinite(_sum(qp, n) + _sum(qdp, n) + _sum(taup, n) + _sum(self._core.p, self._core.n_params)
                                 + (0.0 if hp == NULL else _sum(hp, WRENCH)))):
             qp = _data(_checked(q, "q", -1, n, True))
             qdp = _data(_checked(qd, "qd", -1, n, True))
@@ -697,7 +713,7 @@ cdef class RobotCore:
             hp = NULL if h is None else _data(_checked(h, "h", -1, WRENCH, False))
             if _overlaps(qp, n, qdp, n):
                 raise ValueError("q and qd must not share memory")
-            _check_finite(self._p, self._np, "params")
+            _check_finite(self._core.p, self._core.n_params, "params")
         cdef int status = rd_step(&self._model, method, dt, substeps, qp, qdp, taup, hp,
                                   <double*>cnp.PyArray_DATA(self._step_work), NULL)
         if status != RD_OK:
@@ -753,7 +769,7 @@ cdef class RobotCore:
         config.disturbance = _data(disturbance_array)
         config.wrench = _data(wrench_array)
         config.measure_time = measure_time and times is not None
-        _check_finite(self._p, self._np, "params")
+        _check_finite(self._core.p, self._core.n_params, "params")
         _check_finite(c_law.controller.model.p, c_law.controller.model.n_params, "controller model params")
         cdef rd_trajectory out
         out.q = _data(arrays[0])
@@ -780,6 +796,17 @@ cdef class RobotCore:
                 PyErr_CheckSignals()
         if status != RD_OK:
             _raise_status(status, f"simulation stopped at tick {failed} (t = {failed * period:.6g} s)")
+
+
+# The routine methods reach a robot's rd_core directly (robodyn_method.h): tell them where it is.
+cdef _locate_core():
+    cdef RobotCore probe = RobotCore.__new__(RobotCore)
+    global rd_core_offset, rd_float64_descr
+    rd_core_offset = <Py_ssize_t>(<char*>&probe._core - <char*><PyObject*>probe)
+    rd_float64_descr = <PyObject*>_FLOAT64  # the module keeps it alive
+
+
+_locate_core()
 
 
 # ---------------------------------------------------------------------------

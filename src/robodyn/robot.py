@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import MutableMapping
 from pathlib import Path
@@ -190,22 +189,14 @@ _LAYOUT: tuple = ()
 
 
 def install(cls: type, table) -> None:
-    """Give ``cls`` (Robot) one method per routine of ``table``: a C method (no Python frame per
-    call) with the routine's name, signature and docstring."""
+    """Give ``cls`` (Robot) one method per routine of ``table``: a compiled method descriptor (no
+    Python frame per call) with the routine's name, text signature and docstring."""
     global _LAYOUT
     for index, routine in enumerate(table):
-        method = make_method(index, routine.method, tuple(a.name for a in routine.arguments), routine.n_required,
-                             routine.failure, cls)
-        method.__name__ = routine.method
-        method.__qualname__ = f"{cls.__qualname__}.{routine.method}"
-        method.__module__ = cls.__module__
-        method.__doc__ = routine.docstring()
-        parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-        parameters += [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                         **({"default": None} if a.optional else {})) for a in routine.arguments]
-        parameters.append(inspect.Parameter("out", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None))
-        method.__signature__ = inspect.Signature(parameters)
-        method.routine = routine
+        parameters = ["$self"] + [a.name + ("=None" if a.optional else "") for a in routine.arguments]
+        doc = f"{routine.method}({', '.join(parameters + ['out=None'])})\n--\n\n{routine.docstring()}"
+        method = make_method(index, routine.method, doc, tuple(a.name for a in routine.arguments),
+                             routine.n_required, routine.failure, cls)
         setattr(cls, routine.method, method)
     _LAYOUT = _layout(table)
 

@@ -24,6 +24,17 @@
 
 enum { RD_FAST_DONE = 1, RD_FAST_DECLINED = 0, RD_FAST_FAILED = -1 };
 
+/* What a call needs from a robot (a field of robodyn._native.RobotCore). */
+typedef struct {
+    int n_slots;                /* routine-table entries known when the robot was bound */
+    const rd_routine **slots;   /* by routine-table index; NULL: not in this robot's module */
+    unsigned *optional;         /* by index: bit k set when argument k may be None */
+    char *heavy;                /* by index: worth releasing the GIL for, in "auto" mode */
+    double *p;                  /* the parameter vector (always finite) */
+    int n_params;
+    int gil_mode;               /* 0 never release the GIL, 1 auto, 2 always */
+} rd_core;
+
 #define RD_IN_FLAGS (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED)
 #define RD_OUT_FLAGS (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE)
 
@@ -69,7 +80,13 @@ static inline double *rd_array_data(PyObject *x, int rank, const int *dims, int 
 /* args: n_inputs arguments then `out` (NULL: not given). `float64_descr`: the float64 dtype (borrowed).
    On RD_FAST_DONE *result is a new reference; on RD_FAST_FAILED the kernel returned nonzero
    (nothing allocated survives). `release`: run the kernel without the GIL. */
-static int rd_fast_call(const rd_routine *r, unsigned optional, PyObject *const *args, const double *p,
+#if defined(__GNUC__)
+#define RD_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define RD_ALWAYS_INLINE inline
+#endif
+
+static RD_ALWAYS_INLINE int rd_fast_call(const rd_routine *r, unsigned optional, PyObject *const *args, const double *p,
                         Py_ssize_t n_params, int release, PyObject *float64_descr, PyObject **result)
 {
     PyArray_Descr *float64 = (PyArray_Descr *)float64_descr;

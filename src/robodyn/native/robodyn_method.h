@@ -1,15 +1,16 @@
 /*
- * robodyn_method.h: the type of the routine methods of robodyn.Robot.
+ * robodyn_method.h: the routine methods of robodyn.Robot.
  *
  * robodyn.Robot gets one method per entry of the routine table (robodyn/routines.py),
  * installed on the class when the runtime is imported. A Python function would add a
  * frame to every call (hundreds of instructions, several times a small robot's whole
- * routine), so each method is an object of this C type instead: a method descriptor
- * (Py_TPFLAGS_METHOD_DESCRIPTOR, so `robot.M(q)` binds no method object) called
- * through vectorcall. It parses the positional and keyword arguments by the names of
- * its table entry, then hands them to the runtime's dispatcher (set once by
- * robodyn._native) with the routine's index. help(), inspect.signature and IDEs see
- * the name, documentation and signature that the runtime stores in its __dict__.
+ * routine), so each method is a real method descriptor, as a compiled class's methods
+ * are (PyDescr_NewMethod, METH_FASTCALL | METH_KEYWORDS): CPython's fast paths for
+ * built-in methods apply to `robot.M(q)` and to a bound `f = robot.M`, and help(),
+ * inspect.signature and IDEs see a name, a docstring and a text signature. A
+ * PyMethodDef function has no context argument, so each table index has its own
+ * trampoline (RD_METHOD_SLOTS of them) that parses the arguments by the names of its
+ * table entry, then hands them to the runtime's dispatcher with the routine's index.
  *
  * Included (once) into the Cython module robodyn._native.
  */
@@ -17,60 +18,52 @@
 #define ROBODYN_METHOD_H
 
 #include <Python.h>
-#include <stddef.h>
+
+#include "robodyn_call.h"
 
 #define RD_METHOD_MAX_ARGS 8
+#define RD_METHOD_SLOTS 64
 
 /* args[k]: the k-th parameter after self (NULL when not given); returns a new reference or NULL. */
 typedef PyObject *(*rd_dispatch_fn)(PyObject *self, int index, PyObject **args);
 
 typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    int index;              /* position in the routine table */
     int n_args;             /* parameters after self */
     int n_required;         /* the first n_required are required */
-    PyObject *names;        /* tuple of str, n_args names */
-    PyObject *dict;         /* __name__, __qualname__, __doc__, __signature__, ... */
-    PyTypeObject *owner;    /* self must be an instance of this type */
-    rd_dispatch_fn dispatch;
-} rd_method_object;
+    PyObject *names;        /* tuple of n_args interned str */
+    PyObject *name;         /* the method's name (str) */
+} rd_method_info;
 
-static PyObject *rd_method_name(rd_method_object *m)
-{
-    PyObject *name = m->dict ? PyDict_GetItemString(m->dict, "__name__") : NULL;
-    return name ? name : m->names;
-}
+static rd_method_info rd_methods[RD_METHOD_SLOTS];
+static PyMethodDef rd_method_defs[RD_METHOD_SLOTS];
+/* The general path (robodyn/_native.pyx): conversions, batches, errors. */
+static rd_dispatch_fn rd_method_dispatch;
+/* Where a RobotCore keeps its rd_core, measured on a live object by robodyn._native. */
+static Py_ssize_t rd_core_offset = -1;
+static PyObject *rd_float64_descr;
 
-static PyObject *rd_method_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
 {
-    rd_method_object *m = (rd_method_object *)callable;
-    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    const rd_method_info *m = &rd_methods[index];
     const int n_args = m->n_args;
-    PyObject *slots[RD_METHOD_MAX_ARGS];
-    if (nargs < 1 || !PyObject_TypeCheck(args[0], m->owner)) {
-        PyErr_Format(PyExc_TypeError, "%S() must be called on a %s", rd_method_name(m), m->owner->tp_name);
-        return NULL;
-    }
-    const Py_ssize_t given = nargs - 1;
-    if (given > n_args) {
-        PyErr_Format(PyExc_TypeError, "%S() takes at most %d positional arguments (%zd given)",
-                     rd_method_name(m), n_args, given);
-        return NULL;
-    }
-    /* Spelled out: as loops, the compiler calls memcpy and memset, several times the work. */
+    PyObject *slots[RD_METHOD_MAX_ARGS] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     int i;
-    for (i = (int)given; i < RD_METHOD_MAX_ARGS; ++i)
-        slots[i] = NULL;
-    switch (given) {
-    case 8: slots[7] = args[8]; /* fall through */
-    case 7: slots[6] = args[7]; /* fall through */
-    case 6: slots[5] = args[6]; /* fall through */
-    case 5: slots[4] = args[5]; /* fall through */
-    case 4: slots[3] = args[4]; /* fall through */
-    case 3: slots[2] = args[3]; /* fall through */
-    case 2: slots[1] = args[2]; /* fall through */
-    case 1: slots[0] = args[1]; /* fall through */
+    if (nargs > n_args) {
+        PyErr_Format(PyExc_TypeError, "%S() takes at most %d positional arguments (%zd given)", m->name, n_args,
+                     nargs);
+        return NULL;
+    }
+    /* Spelled out: as a loop, the compiler calls memcpy, several times the work. */
+    switch (nargs) {
+    case 8: slots[7] = args[7]; /* fall through */
+    case 7: slots[6] = args[6]; /* fall through */
+    case 6: slots[5] = args[5]; /* fall through */
+    case 5: slots[4] = args[4]; /* fall through */
+    case 4: slots[3] = args[3]; /* fall through */
+    case 3: slots[2] = args[2]; /* fall through */
+    case 2: slots[1] = args[1]; /* fall through */
+    case 1: slots[0] = args[0]; /* fall through */
     default: break;
     }
     if (kwnames != NULL) {
@@ -93,116 +86,167 @@ static PyObject *rd_method_vectorcall(PyObject *callable, PyObject *const *args,
                     found = j;
             }
             if (found < 0) {
-                PyErr_Format(PyExc_TypeError, "%S() got an unexpected keyword argument '%S'", rd_method_name(m), key);
+                PyErr_Format(PyExc_TypeError, "%S() got an unexpected keyword argument '%S'", m->name, key);
                 return NULL;
             }
             if (slots[found] != NULL) {
-                PyErr_Format(PyExc_TypeError, "%S() got multiple values for argument '%S'", rd_method_name(m),
-                             key);
+                PyErr_Format(PyExc_TypeError, "%S() got multiple values for argument '%S'", m->name, key);
                 return NULL;
             }
             slots[found] = args[nargs + k];
         }
     }
-    for (i = (int)given; i < m->n_required; ++i) {
+    for (i = (int)nargs; i < m->n_required; ++i) {
         if (slots[i] == NULL) {
-            PyErr_Format(PyExc_TypeError, "%S() missing required argument '%S' (pos %d)", rd_method_name(m),
+            PyErr_Format(PyExc_TypeError, "%S() missing required argument '%S' (pos %d)", m->name,
                          PyTuple_GET_ITEM(m->names, i), i + 1);
             return NULL;
         }
     }
-    return m->dispatch(args[0], m->index, slots);
-}
-
-static PyObject *rd_method_get(PyObject *self, PyObject *obj, PyObject *type)
-{
-    (void)type;
-    if (obj == NULL || obj == Py_None) {
-        Py_INCREF(self);
-        return self;
+    /* The fast path straight from here (self is a RobotCore: the method descriptor checked it). */
+    const rd_core *core = (const rd_core *)((const char *)self + rd_core_offset);
+    if (rd_core_offset > 0 && index < core->n_slots && core->slots[index] != NULL) {
+        PyObject *result = NULL;
+        int release = core->gil_mode == 2 || (core->gil_mode == 1 && core->heavy[index]);
+        int status = rd_fast_call(core->slots[index], core->optional[index], slots, core->p, core->n_params,
+                                  release, rd_float64_descr, &result);
+        if (status == RD_FAST_DONE)
+            return result;
     }
-    return PyMethod_New(self, obj);
+    return rd_method_dispatch(self, index, slots); /* declined, failed or unavailable: it says why */
 }
 
-static void rd_method_dealloc(rd_method_object *m)
-{
-    Py_XDECREF(m->names);
-    Py_XDECREF(m->dict);
-    Py_XDECREF((PyObject *)m->owner);
-    Py_TYPE(m)->tp_free((PyObject *)m);
-}
+#define RD_TRAMPOLINE(i)                                                                                   \
+    static PyObject *rd_method_##i(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) \
+    {                                                                                                       \
+        return rd_method_call(i, self, args, nargs, kwnames);                                             \
+    }
+#define RD_TRAMPOLINE_REF(i) (PyCFunction)(void (*)(void))rd_method_##i
 
-static PyObject *rd_method_repr(rd_method_object *m)
-{
-    PyObject *qualname = m->dict ? PyDict_GetItemString(m->dict, "__qualname__") : NULL;
-    return PyUnicode_FromFormat("<robodyn routine %S>", qualname ? qualname : rd_method_name(m));
-}
+RD_TRAMPOLINE(0)
+RD_TRAMPOLINE(1)
+RD_TRAMPOLINE(2)
+RD_TRAMPOLINE(3)
+RD_TRAMPOLINE(4)
+RD_TRAMPOLINE(5)
+RD_TRAMPOLINE(6)
+RD_TRAMPOLINE(7)
+RD_TRAMPOLINE(8)
+RD_TRAMPOLINE(9)
+RD_TRAMPOLINE(10)
+RD_TRAMPOLINE(11)
+RD_TRAMPOLINE(12)
+RD_TRAMPOLINE(13)
+RD_TRAMPOLINE(14)
+RD_TRAMPOLINE(15)
+RD_TRAMPOLINE(16)
+RD_TRAMPOLINE(17)
+RD_TRAMPOLINE(18)
+RD_TRAMPOLINE(19)
+RD_TRAMPOLINE(20)
+RD_TRAMPOLINE(21)
+RD_TRAMPOLINE(22)
+RD_TRAMPOLINE(23)
+RD_TRAMPOLINE(24)
+RD_TRAMPOLINE(25)
+RD_TRAMPOLINE(26)
+RD_TRAMPOLINE(27)
+RD_TRAMPOLINE(28)
+RD_TRAMPOLINE(29)
+RD_TRAMPOLINE(30)
+RD_TRAMPOLINE(31)
+RD_TRAMPOLINE(32)
+RD_TRAMPOLINE(33)
+RD_TRAMPOLINE(34)
+RD_TRAMPOLINE(35)
+RD_TRAMPOLINE(36)
+RD_TRAMPOLINE(37)
+RD_TRAMPOLINE(38)
+RD_TRAMPOLINE(39)
+RD_TRAMPOLINE(40)
+RD_TRAMPOLINE(41)
+RD_TRAMPOLINE(42)
+RD_TRAMPOLINE(43)
+RD_TRAMPOLINE(44)
+RD_TRAMPOLINE(45)
+RD_TRAMPOLINE(46)
+RD_TRAMPOLINE(47)
+RD_TRAMPOLINE(48)
+RD_TRAMPOLINE(49)
+RD_TRAMPOLINE(50)
+RD_TRAMPOLINE(51)
+RD_TRAMPOLINE(52)
+RD_TRAMPOLINE(53)
+RD_TRAMPOLINE(54)
+RD_TRAMPOLINE(55)
+RD_TRAMPOLINE(56)
+RD_TRAMPOLINE(57)
+RD_TRAMPOLINE(58)
+RD_TRAMPOLINE(59)
+RD_TRAMPOLINE(60)
+RD_TRAMPOLINE(61)
+RD_TRAMPOLINE(62)
+RD_TRAMPOLINE(63)
 
-static PyTypeObject rd_method_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "robodyn._native.routine_method",
-    .tp_basicsize = sizeof(rd_method_object),
-    .tp_dealloc = (destructor)rd_method_dealloc,
-    .tp_vectorcall_offset = offsetof(rd_method_object, vectorcall),
-    .tp_repr = (reprfunc)rd_method_repr,
-    .tp_call = PyVectorcall_Call,
-    .tp_getattro = PyObject_GenericGetAttr,
-    .tp_setattro = PyObject_GenericSetAttr,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "A compiled routine of robodyn.Robot (see robodyn.routines).",
-    .tp_descr_get = rd_method_get,
-    .tp_dictoffset = offsetof(rd_method_object, dict),
+static PyCFunction const rd_trampolines[RD_METHOD_SLOTS] = {
+    RD_TRAMPOLINE_REF(0), RD_TRAMPOLINE_REF(1), RD_TRAMPOLINE_REF(2), RD_TRAMPOLINE_REF(3), RD_TRAMPOLINE_REF(4), RD_TRAMPOLINE_REF(5), RD_TRAMPOLINE_REF(6), RD_TRAMPOLINE_REF(7),
+    RD_TRAMPOLINE_REF(8), RD_TRAMPOLINE_REF(9), RD_TRAMPOLINE_REF(10), RD_TRAMPOLINE_REF(11), RD_TRAMPOLINE_REF(12), RD_TRAMPOLINE_REF(13), RD_TRAMPOLINE_REF(14), RD_TRAMPOLINE_REF(15),
+    RD_TRAMPOLINE_REF(16), RD_TRAMPOLINE_REF(17), RD_TRAMPOLINE_REF(18), RD_TRAMPOLINE_REF(19), RD_TRAMPOLINE_REF(20), RD_TRAMPOLINE_REF(21), RD_TRAMPOLINE_REF(22), RD_TRAMPOLINE_REF(23),
+    RD_TRAMPOLINE_REF(24), RD_TRAMPOLINE_REF(25), RD_TRAMPOLINE_REF(26), RD_TRAMPOLINE_REF(27), RD_TRAMPOLINE_REF(28), RD_TRAMPOLINE_REF(29), RD_TRAMPOLINE_REF(30), RD_TRAMPOLINE_REF(31),
+    RD_TRAMPOLINE_REF(32), RD_TRAMPOLINE_REF(33), RD_TRAMPOLINE_REF(34), RD_TRAMPOLINE_REF(35), RD_TRAMPOLINE_REF(36), RD_TRAMPOLINE_REF(37), RD_TRAMPOLINE_REF(38), RD_TRAMPOLINE_REF(39),
+    RD_TRAMPOLINE_REF(40), RD_TRAMPOLINE_REF(41), RD_TRAMPOLINE_REF(42), RD_TRAMPOLINE_REF(43), RD_TRAMPOLINE_REF(44), RD_TRAMPOLINE_REF(45), RD_TRAMPOLINE_REF(46), RD_TRAMPOLINE_REF(47),
+    RD_TRAMPOLINE_REF(48), RD_TRAMPOLINE_REF(49), RD_TRAMPOLINE_REF(50), RD_TRAMPOLINE_REF(51), RD_TRAMPOLINE_REF(52), RD_TRAMPOLINE_REF(53), RD_TRAMPOLINE_REF(54), RD_TRAMPOLINE_REF(55),
+    RD_TRAMPOLINE_REF(56), RD_TRAMPOLINE_REF(57), RD_TRAMPOLINE_REF(58), RD_TRAMPOLINE_REF(59), RD_TRAMPOLINE_REF(60), RD_TRAMPOLINE_REF(61), RD_TRAMPOLINE_REF(62), RD_TRAMPOLINE_REF(63)
 };
 
-static int rd_method_ready(void)
-{
-    return PyType_Ready(&rd_method_type);
-}
-
-/* A new method object; names: tuple of n_args str (interned here). */
-static PyObject *rd_method_new(int index, PyObject *names, int n_required, PyTypeObject *owner,
-                               rd_dispatch_fn dispatch)
+/* A method descriptor of `owner` for table entry `index`: `name` and `doc` (which starts with the
+   text signature, "name($self, q, /, out=None)\n--\n\n") must stay alive as long as the method;
+   `names`: tuple of the parameter names after self (interned here). */
+static PyObject *rd_method_new(int index, const char *name, const char *doc, PyObject *names, int n_required,
+                               PyTypeObject *owner, rd_dispatch_fn dispatch)
 {
     Py_ssize_t n_args = PyTuple_Size(names);
     if (n_args < 0)
         return NULL;
+    if (index < 0 || index >= RD_METHOD_SLOTS) {
+        PyErr_Format(PyExc_ValueError, "routine table: at most %d routines", RD_METHOD_SLOTS);
+        return NULL;
+    }
     if (n_args > RD_METHOD_MAX_ARGS || n_required < 0 || n_required > n_args) {
         PyErr_SetString(PyExc_ValueError, "routine method: too many arguments or bad required count");
         return NULL;
     }
     PyObject *interned = PyTuple_New(n_args);
-    if (interned == NULL)
+    PyObject *method_name = PyUnicode_FromString(name);
+    if (interned == NULL || method_name == NULL) {
+        Py_XDECREF(interned);
+        Py_XDECREF(method_name);
         return NULL;
+    }
     for (Py_ssize_t i = 0; i < n_args; ++i) {
-        PyObject *name = PyTuple_GET_ITEM(names, i);
-        if (!PyUnicode_CheckExact(name)) {
+        PyObject *item = PyTuple_GET_ITEM(names, i);
+        if (!PyUnicode_CheckExact(item)) {
             Py_DECREF(interned);
+            Py_DECREF(method_name);
             PyErr_SetString(PyExc_TypeError, "routine method: argument names must be str");
             return NULL;
         }
-        Py_INCREF(name);
-        PyUnicode_InternInPlace(&name);
-        PyTuple_SET_ITEM(interned, i, name);
+        Py_INCREF(item);
+        PyUnicode_InternInPlace(&item);
+        PyTuple_SET_ITEM(interned, i, item);
     }
-    rd_method_object *m = PyObject_New(rd_method_object, &rd_method_type);
-    if (m == NULL) {
-        Py_DECREF(interned);
-        return NULL;
-    }
-    m->vectorcall = rd_method_vectorcall;
-    m->index = index;
-    m->n_args = (int)n_args;
-    m->n_required = n_required;
-    m->names = interned;
-    m->dict = PyDict_New();
-    Py_INCREF((PyObject *)owner);
-    m->owner = owner;
-    m->dispatch = dispatch;
-    if (m->dict == NULL) {
-        Py_DECREF((PyObject *)m);
-        return NULL;
-    }
-    return (PyObject *)m;
+    rd_method_info *info = &rd_methods[index];
+    Py_XSETREF(info->names, interned);
+    Py_XSETREF(info->name, method_name);
+    info->n_args = (int)n_args;
+    info->n_required = n_required;
+    rd_method_dispatch = dispatch;
+    PyMethodDef *def = &rd_method_defs[index];
+    def->ml_name = name;
+    def->ml_meth = rd_trampolines[index];
+    def->ml_flags = METH_FASTCALL | METH_KEYWORDS;
+    def->ml_doc = doc;
+    return PyDescr_NewMethod(owner, def);
 }
 
 #endif
