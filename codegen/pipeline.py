@@ -138,7 +138,7 @@ def check_and_publish(compiled, routines, request: Request, timings: dict | None
     entry, workdir = compiled.entry, compiled.workdir
     try:
         started = time.perf_counter()
-        module = cache.import_extension(entry.module_name, compiled.module_path)
+        module = cache.import_extension(entry.module_name, compiled.module_path, fresh=True)
         checks = run_selfcheck(Robot(module), routines)
         selfcheck = report(checks)
         timings["selfcheck_s"] = time.perf_counter() - started

@@ -60,9 +60,13 @@ def test_changed_value_or_option_rebuilds_and_force_replaces(tmp_path):
     lagrange = build(copy, BuildOptions(method="recursive"), cache_dir=root)
     assert not lagrange.cache_hit and lagrange.manifest["metadata"]["method"] == "recursive"
     before = second.module_path.stat().st_ino
+    module = sys.modules[second.entry.module_name]
     forced = build(copy, cache_dir=root, force=True)
     assert not forced.cache_hit and forced.entry.directory == second.entry.directory
     assert forced.module_path.stat().st_ino != before  # really replaced, not discarded
+    # The self-check ran on the new module, not on the one this process had already imported.
+    assert sys.modules[forced.entry.module_name] is not module
+    assert Path(sys.modules[forced.entry.module_name].__file__) == forced.module_path
 
 
 def test_build_error_carries_command_and_log_and_publishes_nothing(tmp_path, monkeypatch):

@@ -206,10 +206,12 @@ def find(root: Path, key: str) -> tuple[Entry, dict] | None:
     return None
 
 
-def import_extension(module_name: str, module_path: Path):
-    """Import an extension module from an explicit file path (no sys.path changes)."""
+def import_extension(module_name: str, module_path: Path, fresh: bool = False):
+    """Import an extension module from an explicit file path (no sys.path changes). A module of that
+    name already imported is returned as it is, unless ``fresh`` (a rebuild): then the new file is
+    loaded and replaces it in sys.modules (robots holding the old one keep it)."""
     existing = sys.modules.get(module_name)
-    if existing is not None:
+    if existing is not None and not fresh:
         return existing
     loader = importlib.machinery.ExtensionFileLoader(module_name, str(module_path))
     spec = importlib.util.spec_from_file_location(module_name, str(module_path), loader=loader)
