@@ -23,6 +23,7 @@ killed build never leaves an importable module behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -185,10 +186,31 @@ def _publish(workdir: Path, entry: Entry) -> None:
         os.rename(workdir, entry.directory)
 
 
+@contextlib.contextmanager
+def _build_lock(request: Request):
+    """One build of a key at a time across processes (workers that all load the same robot): the
+    others wait, then find it in the cache. An advisory lock on a hidden file in the cache root."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock, concurrent builds stay correct
+        yield
+        return
+    try:
+        request.root.mkdir(parents=True, exist_ok=True)
+        handle = open(request.root / f".lock-{request.key[:16]}", "a")
+    except OSError as exc:
+        raise BuildError(f"cannot write to the cache directory {request.root}: {exc.strerror}") from None
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def build(path: str | Path, options: BuildOptions | None = None, *, cache_dir: str | Path | None = None,
           force: bool = False, progress: Progress | None = None) -> BuildResult:
     """Return the published module for a description, building it unless the cache has it."""
-    say = progress or (lambda message: None)
     started = time.perf_counter()
     request = read_request(path, options, cache_dir)
     if not force:
@@ -196,6 +218,18 @@ def build(path: str | Path, options: BuildOptions | None = None, *, cache_dir: s
         if found is not None:
             return BuildResult(found.entry, found.manifest, found.selfcheck, True,
                                {"lookup_s": time.perf_counter() - started})
+    with _build_lock(request):
+        if not force:  # another process may have built it while we waited
+            found = lookup(request)
+            if found is not None:
+                return BuildResult(found.entry, found.manifest, found.selfcheck, True,
+                                   {"lookup_s": time.perf_counter() - started})
+        return _build(request, progress, started)
+
+
+def _build(request: Request, progress: Progress | None, started: float) -> BuildResult:
+    """The stages after the cache lookup, in order."""
+    say = progress or (lambda message: None)
     # Heavy imports (SymPy) only when building.
     from .emit.sources import emit
     from .extension.compile import translate_binding

@@ -28,6 +28,11 @@ def _published(root: Path) -> list[Path]:
     return [d for d in root.iterdir() if not d.name.startswith(".")] if root.exists() else []
 
 
+def _left_behind(root: Path) -> list[Path]:
+    """Everything in a cache root but the (empty) build lock files."""
+    return [p for p in root.iterdir() if not p.name.startswith(".lock-")]
+
+
 @pytest.mark.slow
 def test_second_run_is_a_cache_hit_without_sympy_or_generator(tmp_path):
     first = build(PENDULUM, cache_dir=tmp_path)
@@ -78,7 +83,7 @@ def test_build_error_carries_command_and_log_and_publishes_nothing(tmp_path, mon
     assert error.command and "-fno-such-flag-robodyn" in error.command
     assert "-fno-such-flag-robodyn" in error.log
     assert "-fno-such-flag-robodyn" in str(error)
-    assert list(tmp_path.iterdir()) == []  # the temporary build directory is gone too
+    assert _left_behind(tmp_path) == []  # the temporary build directory is gone too
 
 
 @pytest.mark.slow
@@ -185,10 +190,23 @@ def test_failing_selfcheck_fails_the_build_and_publishes_nothing(tmp_path, monke
     monkeypatch.setattr("codegen.extension.selfcheck.IDENTITY_TOLERANCE", -1.0)  # no error can pass
     with pytest.raises(SelfCheckError, match="inverse_forward"):
         build(PENDULUM, cache_dir=tmp_path, force=True)
-    assert list(tmp_path.iterdir()) == []
+    assert _left_behind(tmp_path) == []
 
 
 @pytest.mark.slow
+@pytest.mark.slow
+def test_concurrent_builds_of_one_robot_build_it_once(tmp_path):
+    code = ("import sys; from codegen.pipeline import build; "
+            "print(build(sys.argv[1], cache_dir=sys.argv[2]).cache_hit)")
+    processes = [subprocess.Popen([sys.executable, "-c", code, str(PENDULUM), str(tmp_path)], cwd=ROOT,
+                                  stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    outputs = [process.communicate(timeout=300)[0].strip() for process in processes]
+    assert all(process.returncode == 0 for process in processes)
+    assert len(_published(tmp_path)) == 1 and list(tmp_path.glob(".tmp-*")) == []
+    # One process built it; the others waited for it and found it in the cache.
+    assert sorted(outputs) == ["False", "True", "True"]
+
+
 def test_corrupt_manifest_is_not_a_hit(tmp_path):
     first = build(PENDULUM, cache_dir=tmp_path)
     first.entry.manifest_path.write_text("{ not json")
