@@ -218,25 +218,30 @@ def build(path: str | Path, options: BuildOptions | None = None, *, cache_dir: s
         if found is not None:
             return BuildResult(found.entry, found.manifest, found.selfcheck, True,
                                {"lookup_s": time.perf_counter() - started})
+    say = progress or (lambda message: None)
+    clock = time.perf_counter()
+    description = describe(request)  # an invalid description fails here, before anything is written
+    parse_s = time.perf_counter() - clock
+    say(f"parsed {request.path} in {parse_s:.2f} s ({description.n} joints, "
+        f"{len(description.parameters)} parameters)")
     with _build_lock(request):
         if not force:  # another process may have built it while we waited
             found = lookup(request)
             if found is not None:
                 return BuildResult(found.entry, found.manifest, found.selfcheck, True,
                                    {"lookup_s": time.perf_counter() - started})
-        return _build(request, progress, started)
+        return _build(request, description, say, started, parse_s)
 
 
-def _build(request: Request, progress: Progress | None, started: float) -> BuildResult:
-    """The stages after the cache lookup, in order."""
-    say = progress or (lambda message: None)
+def _build(request: Request, description, say: Progress, started: float, parse_s: float) -> BuildResult:
+    """The stages after parsing, in order."""
     # Heavy imports (SymPy) only when building.
     from .emit.sources import emit
     from .extension.compile import translate_binding
     from .model import derive_model
     from .model.routines import define_routines
 
-    timings: dict[str, float] = {}
+    timings: dict[str, float] = {"parse_s": parse_s}
     clock = time.perf_counter()
 
     def lap(name: str) -> float:
@@ -245,9 +250,6 @@ def _build(request: Request, progress: Progress | None, started: float) -> Build
         timings[name], clock = now - clock, now
         return timings[name]
 
-    description = describe(request)
-    say(f"parsed {request.path} in {lap('parse_s'):.2f} s ({description.n} joints, "
-        f"{len(description.parameters)} parameters)")
     binding = translate_binding(Entry(request.root, description.name, request.key).module_name)
     try:
         model = derive_model(description, request.options)
