@@ -3,10 +3,10 @@
 How to run (from the repository root, with the test extra installed:
 ``pip install -e .[test]``)::
 
-    pytest benchmarks --benchmark-enable                 # all benchmarks, tables + summary
-    pytest benchmarks --benchmark-enable -k "rr and g"   # a subset
-    pytest benchmarks --benchmark-enable -k "robodyn_out" --benchmark-columns=min,median,ops
-    pytest benchmarks                                    # benchmarks disabled: each runs once, as a test
+    pytest benchmarks -n 0 --benchmark-enable                 # all benchmarks, tables + summary
+    pytest benchmarks -n 0 --benchmark-enable -k "rr and g"   # a subset
+    pytest benchmarks -n 0 --benchmark-enable -k "robodyn_out" --benchmark-columns=min,median,ops
+    pytest benchmarks -n 0                                  # benchmarks disabled: each runs once, as a test
 
 pyproject.toml passes ``--benchmark-disable`` by default, hence ``--benchmark-enable``;
 ``testpaths = ["tests"]`` keeps these out of the normal test run. The rr (2-DOF)

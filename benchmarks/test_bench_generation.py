@@ -1,6 +1,6 @@
 """Generation time: description -> derived model -> C -> compiled, self-checked module.
 
-    pytest benchmarks/test_bench_generation.py --benchmark-enable -s
+    pytest benchmarks/test_bench_generation.py -n 0 --benchmark-enable -s
 
 Each case is one full build by the generator's pipeline (``codegen.pipeline.build`` with the
 case's ``BuildOptions``, ``force=True``, a fresh cache directory): the time of every stage

@@ -2,9 +2,9 @@
 
 How to run (from the repository root, test extra installed)::
 
-    pytest benchmarks/test_bench_simulation.py --benchmark-enable            # tables + summary
-    pytest benchmarks/test_bench_simulation.py --benchmark-enable -k "rr and not realtime"
-    ROBODYN_BENCH_CACHE_DIR=/tmp/robodyn-bench pytest benchmarks/test_bench_simulation.py --benchmark-enable
+    pytest benchmarks/test_bench_simulation.py -n 0 --benchmark-enable            # tables + summary
+    pytest benchmarks/test_bench_simulation.py -n 0 --benchmark-enable -k "rr and not realtime"
+    ROBODYN_BENCH_CACHE_DIR=/tmp/robodyn-bench pytest benchmarks/test_bench_simulation.py -n 0 --benchmark-enable
 
 rr (2-DOF) and puma560 (6-DOF) are built once per session into conftest.py's private cache
 (a few seconds each; ``ROBODYN_BENCH_CACHE_DIR`` keeps the builds). Every loop

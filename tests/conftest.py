@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,12 @@ LAGRANGE_EXAMPLES = EXAMPLES[:-1]  # the Puma takes minutes by the Lagrange rout
 
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("robodyn-cache")
+    """One cache for the session, shared by pytest-xdist's workers (the build lock makes a robot that
+    two workers need at once build once)."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "robodyn-cache"
+    root.mkdir(exist_ok=True)
+    return root
 
 
 _loaded: dict = {}
