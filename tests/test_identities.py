@@ -104,6 +104,14 @@ def test_batch_equals_loop(name, load):
     np.testing.assert_array_equal(robot.kinetic_energy(Q, QD),
                                   np.array([robot.kinetic_energy(q, qd) for q, qd in zip(Q, QD)]))
     np.testing.assert_array_equal(robot.fk(Q), np.array([robot.fk(q) for q in Q]))
+    # The other output layouts and the optional wrench, too: (n,), (), (6, n).
+    np.testing.assert_array_equal(robot.g(Q), np.array([robot.g(q) for q in Q]))
+    np.testing.assert_array_equal(robot.potential_energy(Q), np.array([robot.potential_energy(q) for q in Q]))
+    np.testing.assert_array_equal(robot.jacobian(Q), np.array([robot.jacobian(q) for q in Q]))
+    np.testing.assert_array_equal(robot.inverse_dynamics(Q, QD, TAU, H),
+                                  np.array([robot.inverse_dynamics(*args) for args in zip(Q, QD, TAU, H)]))
+    np.testing.assert_array_equal(robot.nonlinear_effects(Q, QD),
+                                  np.array([robot.nonlinear_effects(q, qd) for q, qd in zip(Q, QD)]))
 
 
 def _rk4(robot, q, qd, dt, steps, tau):

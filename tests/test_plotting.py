@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import struct
 import subprocess
 import sys
 
+import matplotlib  # noqa: F401  (the test extra installs it: missing, these tests must fail, not skip)
 import pytest
 from conftest import ROOT
 
 import robodyn
 from robodyn.plotting import plot_comparison, plot_trajectory
-
-pytest.importorskip("matplotlib")  # robodyn.plotting itself imports without it
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -74,6 +74,17 @@ def test_free_motion_example(load, cache_dir, tmp_path):
                             timeout=120)
     assert result.returncode == 0, result.stderr
     assert "D = 80" in result.stdout and "relative mismatch" in result.stdout
+    # The printed numbers are physics checks, not only text: RK4 and RK45 agree, the frictionless run
+    # conserves energy, and the energy lost equals the friction work (D = 30 and 80; RK45 samples at
+    # 100 Hz, so its trapezoid rule is 100x coarser).
+    number = r"([0-9.]+e[-+][0-9]+)"
+    agreement = [float(x) for x in re.findall(r"max \|q_RK45 - q_RK4\| = " + number, result.stdout)]
+    drift = dict(re.findall(r"(RK45|RK4): relative energy drift " + number, result.stdout))
+    mismatch = re.findall(r"(RK45|RK4): energy lost vs friction work, relative mismatch " + number, result.stdout)
+    assert len(agreement) == 3 and max(agreement) < 1e-6, result.stdout
+    assert float(drift["RK4"]) < 1e-9 and float(drift["RK45"]) < 1e-6, result.stdout
+    assert len(mismatch) == 4, result.stdout
+    assert all(float(value) < (1e-6 if name == "RK4" else 1e-4) for name, value in mismatch), result.stdout
     expected = {f"trajectory_D{d}.png" for d in (0, 30, 80)} | {f"compare_{q}.png" for q in ("q", "qd", "qdd")}
     assert {p.name for p in tmp_path.iterdir()} == expected
     for name in expected:

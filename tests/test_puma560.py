@@ -224,3 +224,17 @@ def test_mass_matrix_at_qn_is_published_plus_rotor_coupling(puma):
     np.testing.assert_allclose(puma.M(QN) - coupling, PUBLISHED_INERTIA_QN, atol=PUBLISHED_ATOL, rtol=0)
     assert np.abs(coupling).max() > 1e-3   # the coupling is not negligible at 4 decimals
     puma.params.reset()
+
+
+def test_tool_pose_and_jacobian_follow_the_dh_table(puma):
+    """fk is the product of the toolbox's DH transforms (no tool offset); the Jacobian's columns are
+    z_{i-1} x (p - o_{i-1}) and z_{i-1}."""
+    for q, _, _ in _states(puma, 20, seed=25):
+        frames = [np.eye(4)]
+        for i in range(6):
+            frames.append(frames[-1] @ dh_transform(*DH[i, :3], q[i] + DH[i, 3]))
+        tip = frames[-1][:3, 3]
+        jacobian = np.column_stack([np.concatenate([np.cross(T[:3, 2], tip - T[:3, 3]), T[:3, 2]])
+                                    for T in frames[:-1]])
+        np.testing.assert_allclose(puma.fk(q), frames[-1], rtol=1e-13, atol=1e-14)
+        np.testing.assert_allclose(puma.jacobian(q), jacobian, rtol=1e-12, atol=1e-14)

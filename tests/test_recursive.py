@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -81,10 +83,16 @@ def test_articulated_body_forward_dynamics_equals_ltdl(tmp_path):
     ltdl = robodyn.load(path, cache_dir=tmp_path, method="recursive")
     aba = robodyn.load(path, cache_dir=tmp_path, method="recursive", forward="aba")
     assert aba.selfcheck["passed"] and aba.manifest["key"] != ltdl.manifest["key"]
+    # Two different algorithms were really generated (not the same L^T D L under another cache key).
+    sources = [(Path(r.extension.__file__).parent / f"{r.name}_forward_dynamics.c").read_text() for r in (aba, ltdl)]
+    assert "articulated-body" in sources[0] and "articulated-body" not in sources[1]
+    assert "L^T D L" in sources[1]
     rng = np.random.default_rng(4)
     for _ in range(50):
         q, qd, tau, h = rng.uniform(-2, 2, ltdl.n), rng.normal(size=ltdl.n), rng.normal(size=ltdl.n), rng.normal(size=6)
         np.testing.assert_allclose(aba.forward_dynamics(q, qd, tau, h), ltdl.forward_dynamics(q, qd, tau, h),
                                    rtol=1e-10, atol=1e-12)
-    with pytest.raises(Exception, match="articulated-body"):
+    from robodyn.errors import BuildError
+
+    with pytest.raises(BuildError, match="articulated-body.*motor rotors"):
         robodyn.load(ROBOTS / "rrr.yaml", cache_dir=tmp_path, method="recursive", forward="aba")

@@ -19,15 +19,63 @@ def _state():
     return np.array([0.3, -0.5]), np.array([1.0, 2.0]), np.array([0.1, -0.2])
 
 
+def _rr_closed_form(p, q, qd):
+    """The notes' planar 2R arm written out in NumPy (independent of codegen): M, C, g, friction,
+    kinetic and potential energy, tool pose and Jacobian. p: parameter values by name."""
+    m1, m2, a1, a2, ac1, ac2, I1, I2, g0, D = (p[k] for k in ("m1", "m2", "a1", "a2", "ac1", "ac2", "I1", "I2",
+                                                                "g0", "D"))
+    c1, s1, c2, s2 = np.cos(q[0]), np.sin(q[0]), np.cos(q[1]), np.sin(q[1])
+    c12, s12 = np.cos(q[0] + q[1]), np.sin(q[0] + q[1])
+    M = np.array([[m1 * ac1**2 + m2 * (a1**2 + ac2**2 + 2 * a1 * ac2 * c2) + I1 + I2, m2 * (ac2**2 + a1 * ac2 * c2) + I2],
+                  [m2 * (ac2**2 + a1 * ac2 * c2) + I2, m2 * ac2**2 + I2]])
+    h = -m2 * a1 * ac2 * s2
+    C = np.array([[h * qd[1], h * (qd[0] + qd[1])], [-h * qd[0], 0.0]])
+    g = np.array([(m1 * ac1 + m2 * a1) * g0 * c1 + m2 * g0 * ac2 * c12, m2 * g0 * ac2 * c12])
+    pose = np.array([[c12, -s12, 0, a1 * c1 + a2 * c12], [s12, c12, 0, a1 * s1 + a2 * s12], [0, 0, 1, 0], [0, 0, 0, 1]])
+    jacobian = np.array([[-a1 * s1 - a2 * s12, -a2 * s12], [a1 * c1 + a2 * c12, a2 * c12], [0, 0], [0, 0], [0, 0],
+                         [1, 1]])
+    potential = g0 * (m1 * ac1 * s1 + m2 * (a1 * s1 + ac2 * s12))  # gravity along -y, zero at the base's height
+    return {"M": M, "C": C, "g": g, "friction": D * qd, "kinetic_energy": 0.5 * qd @ M @ qd,
+            "potential_energy": potential, "fk": pose, "jacobian": jacobian}
+
+
+def test_every_routine_matches_the_closed_form(rr):
+    """Each routine of the 2R arm, at states and parameters away from the defaults, against the NumPy
+    closed form: the call path (argument order, output layout, parameters) of every routine."""
+    rng = np.random.default_rng(7)
+    for _ in range(10):
+        values = {name: rng.uniform(0.5, 3.0) for name in rr.params}
+        rr.params.update(values)
+        q, qd, qdd, tau = rng.uniform(-3, 3, (4, 2))
+        h = rng.normal(0, 5, 6)
+        ref = _rr_closed_form(values, q, qd)
+        for method in ("M", "g", "fk", "jacobian"):
+            np.testing.assert_allclose(getattr(rr, method)(q), ref[method], rtol=1e-12, atol=1e-12, err_msg=method)
+        np.testing.assert_allclose(rr.C(q, qd), ref["C"], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(rr.friction(qd), ref["friction"], rtol=1e-12, atol=1e-12)
+        assert rr.kinetic_energy(q, qd) == pytest.approx(ref["kinetic_energy"], rel=1e-12)
+        assert rr.potential_energy(q) == pytest.approx(ref["potential_energy"], rel=1e-12, abs=1e-12)
+        bias = ref["C"] @ qd + ref["g"] + ref["friction"]
+        np.testing.assert_allclose(rr.nonlinear_effects(q, qd), bias, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(rr.inverse_dynamics(q, qd, qdd, h), ref["M"] @ qdd + bias - ref["jacobian"].T @ h,
+                                   rtol=1e-11, atol=1e-11)
+        np.testing.assert_allclose(rr.forward_dynamics(q, qd, tau, h),
+                                   np.linalg.solve(ref["M"], tau + ref["jacobian"].T @ h - bias), rtol=1e-11, atol=1e-11)
+
+
 def test_readme_example(rr):
     q, qd, qdd = _state()
     assert rr.n == 2 and rr.joint_names == ("shoulder", "elbow")
-    assert rr.M(q).shape == (2, 2) and rr.C(q, qd).shape == (2, 2) and rr.g(q).shape == (2,)
+    ref = _rr_closed_form(rr.params, q, qd)
+    np.testing.assert_allclose(rr.M(q), ref["M"], rtol=1e-13)
+    np.testing.assert_allclose(rr.C(q, qd), ref["C"], rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(rr.g(q), ref["g"], rtol=1e-13)
     tau = rr.inverse_dynamics(q, qd, qdd)
+    np.testing.assert_allclose(tau, ref["M"] @ qdd + ref["C"] @ qd + ref["g"], rtol=1e-13)
     np.testing.assert_allclose(rr.forward_dynamics(q, qd, tau), qdd, rtol=1e-12, atol=1e-12)
     before = rr.M(q)
     rr.params["m2"] = 80.0
-    assert not np.allclose(rr.M(q), before)
+    np.testing.assert_allclose(rr.M(q), _rr_closed_form(rr.params, q, qd)["M"], rtol=1e-13)  # takes effect at once
     rr.params.reset()
     np.testing.assert_array_equal(rr.M(q), before)
     assert "rr" in repr(rr)
@@ -102,9 +150,21 @@ def test_batches(rr):
     Q, QD = rng.normal(size=(5, 2)), rng.normal(size=(5, 2))
     out = np.empty((5, 2, 2))
     assert rr.M(Q, out=out) is out
-    assert rr.g(Q).shape == (5, 2)
-    assert rr.kinetic_energy(Q, QD).shape == (5,)
+    # Every row of a batch is that state's value (not only the right shape): checked against the
+    # closed form, so a wrong row stride in any output layout ((n, n), (n,), (), (4, 4), (6, n)) fails.
+    rr.params["D"] = 3.0  # friction on, so its batch is not all zeros
+    reference = [_rr_closed_form(rr.params, q, qd) for q, qd in zip(Q, QD)]
+    batched = {"M": out, "C": rr.C(Q, QD), "g": rr.g(Q), "friction": rr.friction(QD),
+               "kinetic_energy": rr.kinetic_energy(Q, QD), "potential_energy": rr.potential_energy(Q),
+               "fk": rr.fk(Q), "jacobian": rr.jacobian(Q)}
+    for name, values in batched.items():
+        expected = np.array([ref[name] for ref in reference])
+        assert values.shape == expected.shape, name
+        np.testing.assert_allclose(values, expected, rtol=1e-12, atol=1e-12, err_msg=name)
     assert rr.jacobian(Q).shape == (5, 6, 2)
+    jacobian_out = np.empty((5, 6, 2))
+    assert rr.jacobian(Q, out=jacobian_out) is jacobian_out
+    np.testing.assert_array_equal(jacobian_out, batched["jacobian"])
     with pytest.raises(ValueError):
         rr.C(Q, QD[:4])                          # batch sizes differ
     with pytest.raises(ValueError):
@@ -124,8 +184,11 @@ def test_parameters_mapping(rr):
         rr.params["m1"] = "heavy"
     with pytest.raises(TypeError):
         del rr.params["m1"]
+    q = np.array([0.3, 0.2])
+    rr.params["g0"] = 2 * 9.81
+    np.testing.assert_allclose(rr.g(q), _rr_closed_form(rr.params, q, np.zeros(2))["g"], rtol=1e-13)
     rr.params["g0"] = 0.0
-    np.testing.assert_array_equal(rr.g(np.array([0.3, 0.2])), [0.0, 0.0])
+    np.testing.assert_array_equal(rr.g(q), [0.0, 0.0])
 
 
 def test_singular_mass_matrix_is_an_exception(rr):
@@ -139,7 +202,9 @@ def test_copies_have_independent_parameters(rr):
     other = rr.copy()
     other.params["m2"] = 1.0
     assert rr.params["m2"] == 50.0
-    q, _, _ = _state()
+    q, qd, _ = _state()
+    np.testing.assert_allclose(other.M(q), _rr_closed_form(other.params, q, qd)["M"], rtol=1e-13)
+    np.testing.assert_allclose(rr.M(q), _rr_closed_form(rr.params, q, qd)["M"], rtol=1e-13)
     assert not np.allclose(other.M(q), rr.M(q))
 
 

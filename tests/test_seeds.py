@@ -156,15 +156,62 @@ def test_pp_equations_of_motion(derived):
                                sp.Matrix([(m1 + m2) * g, 0]))
 
 
+def _seed_001_numeric(name, p, q, qd):
+    """The notes' M, V = C q̇, G and tool pose of the RP, PR and PP arms, in NumPy."""
+    g = p["g0"]
+    if name == "rp":
+        (theta, d2), (theta_d, d2_d) = q, qd
+        M = np.diag([p["m1"] * p["l1"]**2 + p["Izz1"] + p["m2"] * d2**2 + p["Izz2"], p["m2"]])
+        V = np.array([2 * p["m2"] * d2 * theta_d * d2_d, -p["m2"] * d2 * theta_d**2])
+        G = np.array([(p["m1"] * p["l1"] + p["m2"] * d2) * g * np.cos(theta), p["m2"] * g * np.sin(theta)])
+        c, s = np.cos(theta), np.sin(theta)
+        pose = np.array([[c, -s, 0, d2 * c], [s, c, 0, d2 * s], [0, 0, 1, 0], [0, 0, 0, 1]])
+    elif name == "pr":
+        (x, q2), (_, q2_d) = q, qd
+        m1, m2, d = p["m1"], p["m2"], p["d"]
+        M = np.array([[m1 + m2, -m2 * d * np.sin(q2)], [-m2 * d * np.sin(q2), p["Izz2"] + m2 * d**2]])
+        V = np.array([-m2 * d * np.cos(q2) * q2_d**2, 0.0])
+        G = np.array([0.0, d * np.cos(q2) * m2 * g])
+        c, s = np.cos(q2), np.sin(q2)
+        pose = np.array([[c, -s, 0, x], [s, c, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
+    else:
+        M = np.diag([p["m1"] + p["m2"], p["m2"]])
+        V = np.zeros(2)
+        G = np.array([(p["m1"] + p["m2"]) * g, 0.0])
+        pose = np.eye(4)
+        pose[:3, 3] = [q[1], 0.0, q[0]]
+    return M, V, G, pose
+
+
 @pytest.mark.parametrize("name", ["rp", "pr", "pp"])
-def test_seed_001_compiled_inverse_dynamics(name, load, derived):
-    """Compiled τ equals M q̈ + V + G of the symbolic model at random states."""
-    robot, model = load(name), derived(name)
-    tau = sp.lambdify((model.q, model.qd, model.qdd, model.parameters), model.inverse_dynamics(with_wrench=False))
+def test_seed_001_compiled_inverse_dynamics(name, load):
+    """Compiled τ, M, C q̇, g and the tool pose equal the notes' closed forms (written in NumPy, not
+    taken from the generated model) at random states and random parameter values set at run time."""
+    robot = load(name)
     rng = np.random.default_rng(3)
-    defaults = [p.default for p in model.description.parameters]
     for _ in range(20):
+        values = {key: rng.uniform(0.2, 3.0) for key in robot.params}
+        robot.params.update(values)
         q, qd = random_state(robot, rng)
         qdd = rng.normal(size=robot.n)
-        expected = np.array(tau(q, qd, qdd, defaults), dtype=float).ravel()
-        np.testing.assert_allclose(robot.inverse_dynamics(q, qd, qdd), expected, rtol=1e-12, atol=1e-12)
+        M, V, G, pose = _seed_001_numeric(name, values, q, qd)
+        np.testing.assert_allclose(robot.inverse_dynamics(q, qd, qdd), M @ qdd + V + G, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(robot.M(q), M, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(robot.C(q, qd) @ qd, V, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(robot.g(q), G, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(robot.fk(q), pose, rtol=1e-12, atol=1e-12)
+
+
+def test_pendulum_and_rr_tool_pose(load):
+    """fk against the geometry: the pendulum's tool at its centre of mass, the RR arm's at the tip."""
+    pendulum, rr = load("pendulum"), load("rr")
+    rng = np.random.default_rng(4)
+    for theta, q1, q2 in rng.uniform(-np.pi, np.pi, (10, 3)):
+        L = pendulum.params["L"]
+        c, s = np.cos(theta), np.sin(theta)
+        expected = np.array([[c, -s, 0, L * s], [s, c, 0, -L * c], [0, 0, 1, 0], [0, 0, 0, 1]])
+        np.testing.assert_allclose(pendulum.fk(np.array([theta])), expected, rtol=1e-13, atol=1e-15)
+        c12, s12 = np.cos(q1 + q2), np.sin(q1 + q2)
+        tip = [np.cos(q1) + c12, np.sin(q1) + s12]  # a1 = a2 = 1
+        expected = np.array([[c12, -s12, 0, tip[0]], [s12, c12, 0, tip[1]], [0, 0, 1, 0], [0, 0, 0, 1]])
+        np.testing.assert_allclose(rr.fk(np.array([q1, q2])), expected, rtol=1e-13, atol=1e-15)

@@ -65,6 +65,28 @@ def test_reference_derivatives_by_finite_differences(reference):
         np.testing.assert_allclose((qd_plus - qd_minus) / (2 * step), qdd, atol=1e-5)
 
 
+def test_references_follow_their_documented_formulas():
+    """Values against the formulas written out here (the finite-difference test above only ties each
+    reference's derivatives to its own position)."""
+    hold, step, sine, quintic = REFERENCES
+    for t in (-0.1, 0.0, 0.2, 0.25, 0.6, 1.3):
+        np.testing.assert_array_equal(hold.evaluate(t)[0], [0.1, -0.2])
+        np.testing.assert_array_equal(step.evaluate(t)[0], [0.1, -0.2] if t < 0.25 else [0.5, 0.4])
+        angle = 2 * np.pi * np.array([0.7, 1.3]) * t + np.array([0.0, 0.5])  # frequency in Hz
+        q, qd, qdd = sine.evaluate(t)
+        np.testing.assert_allclose(q, [0.1, -0.2] + np.array([0.3, 0.2]) * np.sin(angle), rtol=1e-14, atol=1e-15)
+        np.testing.assert_allclose(qd, np.array([0.3, 0.2]) * 2 * np.pi * np.array([0.7, 1.3]) * np.cos(angle),
+                                   rtol=1e-13, atol=1e-14)
+        np.testing.assert_allclose(qdd, -np.array([0.3, 0.2]) * (2 * np.pi * np.array([0.7, 1.3]))**2 * np.sin(angle),
+                                   rtol=1e-13, atol=1e-13)
+        tau = np.clip((t - 0.1) / 0.8, 0.0, 1.0)  # minimum jerk: 10 tau^3 - 15 tau^4 + 6 tau^5
+        blend = 10 * tau**3 - 15 * tau**4 + 6 * tau**5
+        np.testing.assert_allclose(quintic.evaluate(t)[0], [0.1, -0.2] + blend * np.array([0.8, -0.8]),
+                                   rtol=1e-14, atol=1e-15)
+        speed = (30 * tau**2 - 60 * tau**3 + 30 * tau**4) / 0.8
+        np.testing.assert_allclose(quintic.evaluate(t)[1], speed * np.array([0.8, -0.8]), rtol=1e-13, atol=1e-14)
+
+
 def test_quintic_is_rest_to_rest():
     reference = REFERENCES[3]
     for t, position in ((0.1, reference.start), (0.9, reference.goal)):
@@ -553,7 +575,8 @@ def test_ctrl_c_stops_a_long_compiled_run(load):
 
 
 def test_cli_plot(tmp_path, cache_dir, load):
-    pytest.importorskip("matplotlib")
+    import matplotlib  # noqa: F401  (installed by the test extra: its absence is a failure, not a skip)
+
     load("rr")
     figure = tmp_path / "figures" / "run.png"
     result = _cli(ROBOTS / "rr.yaml", "--duration", 1, "--plot", figure, cache_dir=cache_dir)
