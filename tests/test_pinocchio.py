@@ -163,3 +163,26 @@ def test_closed_loop_simulation_agrees_with_pinocchio(pair):
     np.testing.assert_allclose(run.q[-1], q, rtol=0, atol=1e-10)
     np.testing.assert_allclose(run.qd[-1], qd, rtol=0, atol=1e-9)
     assert np.abs(run.tracking_error[-1]).max() < 1e-3
+
+
+def test_tool_on_a_merged_link_follows_pinocchio_frame(tmp_path):
+    """tool="panda_hand": a link merged into link 7 by fixed joints keeps its own frame (pose, Jacobian,
+    and the wrench on its origin), as Pinocchio's frame of that link."""
+    path = _urdf(PANDA)
+    robot = robodyn.load(path, cache_dir=tmp_path, lock={name: 0.0 for name in FINGERS}, tool="panda_hand")
+    model = _pinocchio_model(path, FINGERS)
+    data = model.createData()
+    frame = model.getFrameId("panda_hand")
+    worst = 0.0
+    for q, qd, qdd, _ in _states(robot, model, 20, 5):
+        pinocchio.framesForwardKinematics(model, data, q)
+        pinocchio.computeJointJacobians(model, data, q)
+        jacobian = pinocchio.getFrameJacobian(model, data, frame, pinocchio.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+        worst = max(worst, np.abs(robot.fk(q) - data.oMf[frame].homogeneous).max(),
+                    _relative(robot.jacobian(q), jacobian))
+        h = np.array([3.0, -1.0, 2.0, 0.4, -0.2, 0.1])
+        # tau = ... - J^T h, with h applied at the hand's origin in base axes.
+        worst = max(worst, _relative(robot.inverse_dynamics(q, qd, qdd) - robot.inverse_dynamics(q, qd, qdd, h),
+                                     jacobian.T @ h))
+    assert worst <= TOLERANCE, worst
+    assert not np.allclose(data.oMf[frame].homogeneous, data.oMi[model.njoints - 1].homogeneous)
