@@ -230,25 +230,9 @@ cdef inline double* _fast_out(object out, int rank, const int* shape) noexcept:
     return <double*>cnp.PyArray_DATA(<cnp.ndarray>out)
 
 
-cdef extern from *:
-    """
-    /* Sum of x[0:n], two accumulators. If every x[i] is finite the sum is finite, except
-       for an overflow near 1e308; any NaN or infinity makes it NaN or infinite. So a finite
-       sum proves all values finite, and a non-finite one sends the call to the general
-       path, which checks the values one by one (and accepts an overflowing sum). */
-    static CYTHON_INLINE double robodyn_sum(const double *x, Py_ssize_t n) {
-        double a0 = 0.0, a1 = 0.0;
-        Py_ssize_t i = 0;
-        for (; i + 1 < n; i += 2) {
-            a0 += x[i];
-            a1 += x[i + 1];
-        }
-        if (i < n)
-            a0 += x[i];
-        return a0 + a1;
-    }
-    """
-    double _sum "robodyn_sum"(const double* x, Py_ssize_t n) noexcept nogil
+cdef extern from "robodyn_call.h":
+    # A finite sum proves every value finite (robodyn_call.h says why).
+    double _sum "rd_sum"(const double* x, Py_ssize_t n) noexcept nogil
 
 
 cdef cnp.dtype _FLOAT64 = np.dtype(np.float64)
