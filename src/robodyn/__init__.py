@@ -42,6 +42,9 @@ def load(path, options: BuildOptions | None = None, *, cache_dir=None, force: bo
     """
     from . import cache
 
+    if options is not None and not isinstance(options, BuildOptions):
+        raise TypeError(f"options: expected a robodyn.BuildOptions, got {type(options).__name__} (the cache "
+                        "directory is the keyword cache_dir=)")
     options = (options or BuildOptions()).replace(**option_values) if option_values else (options or BuildOptions())
     root = Path(cache_dir) if cache_dir is not None else cache.default_root()
     if not force:

@@ -95,17 +95,21 @@ class Routine:
         lines += [f"    {a.name} ({a.size},): {a.doc}" + (" (optional)" if a.optional else "") for a in self.arguments]
         if len(self.outputs) == 1:
             output = self.outputs[0]
-            shape = "a float (N,) for a batch" if not output.shape else f"({', '.join(output.shape)})"
+            shape = "a float ((N,) for a batch)" if not output.shape else _shape_text(output.shape)
             lines += ["", f"Returns {shape}: {output.doc}"]
         else:
             lines += ["", "Returns a tuple:"]
-            lines += [f"    ({', '.join(o.shape)}): {o.doc}" for o in self.outputs]
+            lines += [f"    {_shape_text(o.shape) if o.shape else 'a float'}: {o.doc}" for o in self.outputs]
         lines += ["", "out: a preallocated float64 array of the result's shape (a tuple of arrays for several "
                       "outputs); the call then allocates nothing and returns it."]
         if self.failure:
             lines += [f"Raises ValueError when {self.failure}."]
         lines += [f"Cost class: {self.cost} along the recursive route."]
         return "\n".join(lines)
+
+
+def _shape_text(shape: tuple[str, ...]) -> str:
+    return f"({shape[0]},)" if len(shape) == 1 else f"({', '.join(shape)})"
 
 
 def _size(size: str, dims: dict[str, int]) -> int:
