@@ -13,7 +13,7 @@ loop makes callgrind dump its counters (``--dump-before``), so every loop gets
 its own total. Per call::
 
     total    = (Ir(call loop) - Ir(empty loop)) / calls
-    kernel   = inclusive Ir of the generated C routine <robot>_<routine> (e.g. rr_gravity) / calls
+    kernel   = inclusive Ir of the generated C routine <robot>_<routine>_kernel (e.g. rr_gravity_kernel) / calls
     overhead = total - kernel     (Python call, argument checks, out=/allocation, table dispatch)
 
 Usage::
@@ -131,7 +131,7 @@ def child(args) -> None:
         os.getppid()
         dumps.append([case["label"], "call"])
         labels.append({"call": case["label"], "routine": routine.name, "method": routine.method,
-                       "symbol": f"{robot.name}_{routine.name}", "rows": case["rows"]})
+                       "symbol": f"{robot.name}_{routine.name}_kernel", "rows": case["rows"]})
     Path(args.labels).write_text(json.dumps({"robot": robot.name, "n": robot.n, "cases": labels,
                                              "dumps": dumps}))
 

@@ -134,7 +134,7 @@ def _is_trig(name: str) -> bool:
 def _measure(dump: Path, robot: str) -> dict:
     """Total Ir, and [calls, inclusive Ir] of each generated kernel and of libm's trigonometry."""
     edges = _callees(dump)
-    counts = {kernel: edges.get(f"{robot}_{kernel}", [0, 0]) for kernel in _kernels()}
+    counts = {kernel: edges.get(f"{robot}_{kernel}_kernel", [0, 0]) for kernel in _kernels()}
     counts["sin/cos"] = [sum(value[i] for name, value in edges.items() if _is_trig(name)) for i in (0, 1)]
     return {"total": _total(dump), **counts}
 

@@ -207,14 +207,28 @@ def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str
 
 
 def _kernel_signature(prefix: str, routine) -> str:
-    return f"int {prefix}_{routine.name}_kernel(const double *const *in, const double *p, double *const *out)"
+    return (f"int {prefix}_{routine.name}_kernel(const double *const *inputs, const double *restrict p, "
+            "double *const *outputs)")
 
 
-def _kernel_body(prefix: str, routine) -> list[str]:
-    arguments = [f"in[{k}]" for k in range(len(routine.arguments))] + ["p"]
-    arguments += [f"out[{k}]" for k in range(len(routine.outputs))]
-    call = f"{prefix}_{routine.name}({', '.join(arguments)})"
-    return [f"    return {call};"] if routine.failure else [f"    {call};", "    return 0;"]
+def _kernel_aliases(definition: RoutineDefinition) -> list[str]:
+    """The kernel's array arguments under the names the routine's body uses."""
+    routine = definition.routine
+    lines = [f"    const double *{'' if a.optional else 'restrict '}{a.name} = inputs[{k}];"
+             for k, a in enumerate(routine.arguments)]
+    lines += [f"    double *restrict {name} = outputs[{k}];" for k, name in enumerate(_output_names(definition))]
+    return lines
+
+
+def _public_body(prefix: str, definition: RoutineDefinition) -> list[str]:
+    """The C API function: the kernel, called with its arguments gathered in arrays."""
+    routine = definition.routine
+    inputs = ", ".join(a.name for a in routine.arguments)
+    outputs = ", ".join(_output_names(definition))
+    call = f"{prefix}_{routine.name}_kernel(inputs, p, outputs)"
+    return [f"    const double *inputs[{len(routine.arguments)}] = {{{inputs}}};",
+            f"    double *const outputs[{len(routine.outputs)}] = {{{outputs}}};",
+            f"    return {call};" if routine.failure else f"    (void){call};"]
 
 
 def _c_string(text: str, width: int = 100) -> str:
@@ -401,15 +415,18 @@ def emit(routines: RoutineSet) -> GeneratedSources:
             "",
             *zeros,
             *([""] if zeros else []),
-            signatures[routine.name],
-            "{",
-            *body,
-            "}",
-            "",
-            "/* The uniform signature of the runtime's table (robodyn_abi.h); the call above inlines here. */",
+            "/* The routine, in the uniform signature of the runtime's table (robodyn_abi.h). */",
             _kernel_signature(prefix, routine),
             "{",
-            *_kernel_body(prefix, routine),
+            *_kernel_aliases(definition),
+            *body,
+            *([] if routine.failure else ["    return 0;"]),
+            "}",
+            "",
+            "/* The C API (see the header): the same routine with named arguments. */",
+            signatures[routine.name],
+            "{",
+            *_public_body(prefix, definition),
             "}",
             "",
         ])
