@@ -151,6 +151,7 @@ def check_and_publish(compiled, routines, request: Request, timings: dict | None
         manifest = {
             "module_name": entry.module_name,
             "module_file": entry.module_path.name,
+            "module_sha256": cache.file_sha256(compiled.module_path),
             "key": request.key,
             "built_from": request.key_inputs,
             "robot": compiled.sources.robot,

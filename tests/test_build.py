@@ -216,3 +216,22 @@ def test_corrupt_manifest_is_not_a_hit(tmp_path):
     manifest["module_file"] = "../elsewhere.so"  # a module outside its entry is never loaded
     again.entry.manifest_path.write_text(json.dumps(manifest))
     assert cache.find(tmp_path, again.entry.key) is None
+
+
+@pytest.mark.slow
+def test_damaged_module_is_rebuilt_not_loaded(tmp_path):
+    first = build(PENDULUM, cache_dir=tmp_path)
+    data = first.module_path.read_bytes()
+    # Truncated, as by a full disk. Through a new file: this process has the old one mapped, and
+    # truncating a mapped library in place would crash it.
+    damaged = first.module_path.with_suffix(".damaged")
+    damaged.write_bytes(data[: len(data) // 3])
+    os.replace(damaged, first.module_path)
+    # Loading it would crash the interpreter: a fresh process must rebuild instead.
+    code = ("import sys, robodyn; r = robodyn.load(sys.argv[1], cache_dir=sys.argv[2], verbose=False); "
+            "print(r.selfcheck['passed'])")
+    result = subprocess.run([sys.executable, "-c", code, str(PENDULUM), str(tmp_path)], capture_output=True,
+                            text=True, cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.strip() == "True", result.stderr
+    again = build(PENDULUM, cache_dir=tmp_path)  # a hit only if the module matches its manifest again
+    assert again.cache_hit and again.manifest["module_sha256"] == cache.file_sha256(again.module_path)

@@ -670,3 +670,9 @@ def test_cli_wrong_model_and_bad_options(tmp_path, cache_dir, load):
     bad = _cli(ROBOTS / "rr.yaml", "--q0", "1,2,3", cache_dir=cache_dir)
     assert bad.returncode != 0 and "--q0" in bad.stderr
     assert _cli(ROBOTS / "rr.yaml", "--controller", "lqr", cache_dir=cache_dir).returncode == 2
+
+
+@pytest.mark.parametrize("rate", [0, -1.0, float("inf"), float("nan"), "1000", True])
+def test_simulate_refuses_a_bad_rate(load, rate):
+    with pytest.raises(ValueError, match="rate"):
+        simulate(load("rr"), duration=0.1, rate=rate)

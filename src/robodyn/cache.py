@@ -16,6 +16,10 @@ key is a SHA-256 over everything the module depends on:
 * the toolchain: the C compiler (its command and ``--version``), Python's
   compile flags, Cython's version, NumPy's major version and the Python ABI.
 
+The manifest also records the module file's SHA-256, checked before every
+import: a truncated or overwritten module is rebuilt, never loaded (loading a
+damaged shared library crashes the interpreter).
+
 Entries are published by an atomic rename of a finished temporary directory, so
 a reader never sees a half-built module; an entry whose manifest is unreadable,
 whose key differs or whose module file is missing is not a hit.
@@ -154,13 +158,20 @@ class Entry:
         return f".tmp-{self.robot}-{self.key[:16]}-"
 
     def manifest(self) -> dict | None:
-        """The parsed manifest if this entry is complete and consistent, else None."""
+        """The parsed manifest if this entry is complete and consistent, else None. The module file
+        must be the one the build published (its SHA-256): importing a truncated or overwritten
+        shared library would crash the interpreter instead of raising."""
         try:
             manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError):
             return None
         if (not isinstance(manifest, dict) or manifest.get("key") != self.key
                 or manifest.get("module_file") != self.module_path.name or not self.module_path.is_file()):
+            return None
+        try:
+            if manifest.get("module_sha256") != file_sha256(self.module_path):
+                return None
+        except OSError:
             return None
         return manifest
 
@@ -170,6 +181,10 @@ class Entry:
         except (OSError, UnicodeDecodeError, ValueError):
             return {}
         return value if isinstance(value, dict) else {}
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def read_description(path) -> bytes:

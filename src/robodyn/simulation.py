@@ -487,6 +487,9 @@ def simulate(robot, controller=None, *, duration: float, rate: float = 1000.0, q
     """
     if controller is None:
         controller = NoControl(robot)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float, np.integer, np.floating)) or not (
+            0.0 < rate < math.inf):
+        raise ValueError(f"rate must be a positive, finite number of Hz, got {rate!r}")
     period = 1.0 / rate
     plant = SimulatedPlant(robot, period, q0, qd0, integrator=integrator, substeps=substeps,
                            disturbance=disturbance, wrench=wrench, rtol=rtol, atol=atol)
