@@ -182,3 +182,29 @@ def test_tool_option_moves_the_tool_frame(load, tmp_path):
     h = np.array([1.0, -2.0, 3.0, 0.1, 0.2, -0.3])
     np.testing.assert_allclose(elbow.inverse_dynamics(q, q, q) - elbow.inverse_dynamics(q, q, q, h),
                                elbow.jacobian(q).T @ h, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_description_that_is_not_a_file_is_refused_at_once(tmp_path, kind):
+    import os
+
+    path = tmp_path / "robot.yaml"
+    if kind == "directory":
+        path.mkdir()
+    else:
+        os.mkfifo(path)  # reading it would block forever
+    for command in (["codegen", str(path)], ["robodyn", "demo", str(path)]):
+        result = subprocess.run([sys.executable, "-m", *command, "--cache-dir", str(tmp_path / "cache")],
+                                capture_output=True, text=True, cwd=ROOT, timeout=60)
+        assert result.returncode == 1 and "robot.yaml" in result.stderr and "Traceback" not in result.stderr
+        assert "regular file" in result.stderr or "directory" in result.stderr
+    assert not (tmp_path / "cache").exists()
+
+
+def test_simulate_checks_output_paths_before_running(tmp_path):
+    for option in ("--json", "--plot"):
+        result = subprocess.run([sys.executable, "-m", "robodyn", "simulate", str(ROBOTS / "rr.yaml"), option,
+                                 str(tmp_path / "missing" / "out.file"), "--cache-dir", str(tmp_path / "cache")],
+                                capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert result.returncode == 1 and "does not exist" in result.stderr and "Traceback" not in result.stderr
+        assert not (tmp_path / "cache").exists()  # refused before building anything

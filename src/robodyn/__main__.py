@@ -117,6 +117,23 @@ def _vector_option(text: str | None, n: int, option: str) -> np.ndarray | None:
     return values
 
 
+def _check_output(path: str | None, option: str) -> None:
+    """Refuse, before a long run, an output file whose directory is missing or not writable."""
+    import os
+    from pathlib import Path
+
+    if path is None:
+        return
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise ValueError(f"{option} {path}: is a directory")
+    if not directory.is_dir():
+        raise ValueError(f"{option} {path}: directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ValueError(f"{option} {path}: directory {directory} is not writable")
+
+
 def simulate_command(args) -> int:
     import json
 
@@ -125,6 +142,8 @@ def simulate_command(args) -> int:
     from .control import BUILTIN, NoControl
     from .options import parse_assignments
 
+    _check_output(args.json, "--json")
+    _check_output(args.plot, "--plot")
     robot = _load(args)
     for name, value in parse_assignments(args.set, "--set").items():
         robot.params[name] = value
