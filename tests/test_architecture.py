@@ -202,9 +202,10 @@ def test_description_that_is_not_a_file_is_refused_at_once(tmp_path, kind):
 
 
 def test_simulate_checks_output_paths_before_running(tmp_path):
+    (tmp_path / "a_file").write_text("")
     for option in ("--json", "--plot"):
         result = subprocess.run([sys.executable, "-m", "robodyn", "simulate", str(ROBOTS / "rr.yaml"), option,
-                                 str(tmp_path / "missing" / "out.file"), "--cache-dir", str(tmp_path / "cache")],
+                                 str(tmp_path / "a_file" / "out.file"), "--cache-dir", str(tmp_path / "cache")],
                                 capture_output=True, text=True, cwd=ROOT, timeout=120)
-        assert result.returncode == 1 and "does not exist" in result.stderr and "Traceback" not in result.stderr
+        assert result.returncode == 1 and "is not a directory" in result.stderr and "Traceback" not in result.stderr
         assert not (tmp_path / "cache").exists()  # refused before building anything

@@ -118,20 +118,23 @@ def _vector_option(text: str | None, n: int, option: str) -> np.ndarray | None:
 
 
 def _check_output(path: str | None, option: str) -> None:
-    """Refuse, before a long run, an output file whose directory is missing or not writable."""
+    """Refuse, before a long run, an output file that could not be written: its nearest existing
+    ancestor must be a writable directory (missing directories are created, as for the plot)."""
     import os
     from pathlib import Path
 
     if path is None:
         return
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
+    target = Path(path).absolute()
     if target.is_dir():
         raise ValueError(f"{option} {path}: is a directory")
-    if not directory.is_dir():
-        raise ValueError(f"{option} {path}: directory {directory} does not exist")
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise ValueError(f"{option} {path}: directory {directory} is not writable")
+    ancestor = target.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ValueError(f"{option} {path}: {ancestor} is not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ValueError(f"{option} {path}: directory {ancestor} is not writable")
 
 
 def simulate_command(args) -> int:
@@ -170,6 +173,9 @@ def simulate_command(args) -> int:
     if not args.quiet:
         _print_summary(summary)
     if args.json:
+        from pathlib import Path
+
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         with open(args.json, "w", encoding="utf-8") as stream:
             json.dump(summary, stream, indent=2)
             stream.write("\n")
