@@ -14,10 +14,13 @@ reads input and only the last two write files. The one step that does not wait
 for its turn is Cython's translation of the static binding, which depends only
 on the module's name: it runs in a child process (writing only into its own
 scratch directory) while SymPy derives the model, and the compile stage takes
-its result. ``build`` runs them, after a
-cache lookup that needs neither SymPy nor a compiler. A build happens in a
-hidden temporary directory next to its cache entry and becomes visible only by
-an atomic rename after it compiled and passed the self-check, so a failed or
+its result.
+
+``build`` runs them, after a cache lookup that needs neither SymPy nor a
+compiler, and holds a per-key lock from parsing to publishing, so processes
+that need the same robot at once build it once. A build happens in a hidden
+temporary directory next to its cache entry and becomes visible only by an
+atomic rename after it compiled and passed the self-check, so a failed or
 killed build never leaves an importable module behind.
 """
 
