@@ -17,7 +17,7 @@ scratch directory) while SymPy derives the model, and the compile stage takes
 its result.
 
 ``build`` runs them, after a cache lookup that needs neither SymPy nor a
-compiler; from parsing to publishing it holds a per-key lock, so processes
+compiler; after parsing and until publishing it holds a per-key lock, so processes
 that need the same robot at once build it once. A build happens in a hidden
 temporary directory next to its cache entry and becomes visible only by an
 atomic rename after it compiled and passed the self-check, so a failed or
