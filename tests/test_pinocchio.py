@@ -186,3 +186,21 @@ def test_tool_on_a_merged_link_follows_pinocchio_frame(tmp_path):
                                      jacobian.T @ h))
     assert worst <= TOLERANCE, worst
     assert not np.allclose(data.oMf[frame].homogeneous, data.oMi[model.njoints - 1].homogeneous)
+
+
+def test_placeholder_limits_do_not_fool_the_selfcheck(tmp_path):
+    """double_pendulum.urdf carries exporter placeholder limits (lower = upper = 0): the self-check
+    samples the whole circle instead of the single position q = 0, where Mdot - 2C would be noise."""
+    relative = "double_pendulum_description/urdf/double_pendulum.urdf"
+    path = _urdf(relative)
+    robot = robodyn.load(path, cache_dir=tmp_path)
+    assert robot.selfcheck["passed"]
+    assert robot.joint_limits[0]["lower"] == robot.joint_limits[0]["upper"] == 0.0
+    model = _pinocchio_model(path, ())
+    data = model.createData()
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        q, qd = rng.uniform(-np.pi, np.pi, 2), rng.uniform(-2, 2, 2)
+        M_pin = pinocchio.crba(model, data, q)
+        assert _relative(robot.M(q), np.triu(M_pin) + np.triu(M_pin, 1).T) <= TOLERANCE
+        assert _relative(robot.C(q, qd), pinocchio.computeCoriolisMatrix(model, data, q, qd)) <= TOLERANCE

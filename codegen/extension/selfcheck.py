@@ -46,10 +46,15 @@ def random_inputs(routines: RoutineSet, count: int, seed: int = 0) -> dict[str, 
     q = np.empty((count, n))
     for i, joint in enumerate(model.description.joints):
         low, high = (-np.pi, np.pi) if joint.kind == "revolute" else (-1.0, 1.0)
-        if joint.limits.lower is not None:
-            low = joint.limits.lower
-        if joint.limits.upper is not None:
-            high = joint.limits.upper
+        lower, upper = joint.limits.lower, joint.limits.upper
+        # Exporters write placeholder limits such as lower = upper = 0: a check at one position
+        # proves little (and Mdot - 2C is then finite-difference noise), so such limits are ignored.
+        if lower is not None and upper is not None and upper > lower:
+            low, high = lower, upper
+        elif lower is not None and upper is None:
+            low, high = lower, lower + (high - low)
+        elif upper is not None and lower is None:
+            low, high = upper - (high - low), upper
         q[:, i] = rng.uniform(low, high, count)
     values = {"q": q, "qd": rng.uniform(-2.0, 2.0, (count, n)), "qdd": rng.uniform(-2.0, 2.0, (count, n)),
               "tau": rng.normal(0.0, 10.0, (count, n)), "h": rng.normal(0.0, 5.0, (count, 6))}
