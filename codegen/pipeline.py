@@ -87,12 +87,14 @@ def describe(request: Request):
     return parse_source(request.data, str(request.path), request.options)
 
 
-def lookup(request: Request) -> BuildResult | None:
+def lookup(request: Request, started: float | None = None) -> BuildResult | None:
+    """The cache entry for the request, if there is a complete one (no SymPy, no compiler)."""
     found = cache.find(request.root, request.key)
     if found is None:
         return None
     entry, manifest = found
-    return BuildResult(entry, manifest, entry.selfcheck(), True)
+    timings = {} if started is None else {"lookup_s": time.perf_counter() - started}
+    return BuildResult(entry, manifest, entry.selfcheck(), True, timings)
 
 
 def _remove_stale_temporaries(root: Path) -> None:
@@ -217,11 +219,9 @@ def build(path: str | Path, options: BuildOptions | None = None, *, cache_dir: s
     """Return the published module for a description, building it unless the cache has it."""
     started = time.perf_counter()
     request = read_request(path, options, cache_dir)
-    if not force:
-        found = lookup(request)
-        if found is not None:
-            return BuildResult(found.entry, found.manifest, found.selfcheck, True,
-                               {"lookup_s": time.perf_counter() - started})
+    found = None if force else lookup(request, started)
+    if found is not None:
+        return found
     say = progress or (lambda message: None)
     clock = time.perf_counter()
     description = describe(request)  # an invalid description fails here, before anything is written
@@ -229,11 +229,9 @@ def build(path: str | Path, options: BuildOptions | None = None, *, cache_dir: s
     say(f"parsed {request.path} in {parse_s:.2f} s ({description.n} joints, "
         f"{len(description.parameters)} parameters)")
     with _build_lock(request):
-        if not force:  # another process may have built it while we waited
-            found = lookup(request)
-            if found is not None:
-                return BuildResult(found.entry, found.manifest, found.selfcheck, True,
-                                   {"lookup_s": time.perf_counter() - started})
+        found = None if force else lookup(request, started)  # another process may have built it meanwhile
+        if found is not None:
+            return found
         return _build(request, description, say, started, parse_s)
 
 

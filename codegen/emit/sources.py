@@ -28,7 +28,7 @@ import sympy as sp
 from robodyn._version import __version__
 
 from ..model.program import needed_definitions
-from ..model.routines import Expressions, RoutineDefinition, RoutineSet, TreeSolve
+from ..model.routines import RoutineDefinition, RoutineSet, TreeSolve
 from .printer import RobotCPrinter, count_operations, fold_constants
 
 

@@ -63,9 +63,6 @@ class RoutineSet:
     options: BuildOptions
     definitions: tuple[RoutineDefinition, ...]
 
-    def get(self, name: str) -> RoutineDefinition | None:
-        return next((d for d in self.definitions if d.routine.name == name), None)
-
 
 def argument_symbols(model: SymbolicModel) -> dict[str, tuple[sp.Symbol, ...]]:
     """The model's symbols for each argument name of the table."""

@@ -147,7 +147,7 @@ cdef extern from "robodyn_call.h":
                        Py_ssize_t count, int batched) nogil
 
 cdef extern from "robodyn_method.h":
-    ctypedef object (*rd_dispatch_fn)(object robot, int index, PyObject** args)
+    ctypedef object (*rd_dispatch_fn)(object robot, int index, PyObject** args, int fast_status)
     Py_ssize_t rd_core_offset
     PyObject* rd_float64_descr
     enum:
@@ -188,8 +188,6 @@ ROBOT_CAPSULE_NAME = (<bytes>rd_robot_capsule_name).decode("ascii")
 
 cdef enum:
     WRENCH = 6
-    _LAYOUT = cnp.NPY_ARRAY_C_CONTIGUOUS | cnp.NPY_ARRAY_ALIGNED
-    _OUT_LAYOUT = cnp.NPY_ARRAY_C_CONTIGUOUS | cnp.NPY_ARRAY_ALIGNED | cnp.NPY_ARRAY_WRITEABLE
 
 # Releasing and re-taking the GIL costs ~75 ns here, several times the work of a small
 # robot's routine: in "auto" mode it is released for batches and for routines of at least
@@ -201,38 +199,19 @@ HEAVY_OPERATIONS = 1000
 # Fast-path checks: header reads only, no exceptions; a failure means "let the
 # general path decide" (it converts, or raises with the precise reason).
 
-cdef inline bint _is_double_layout(object x, int flags) noexcept:
-    """The ndarray x holds native-endian float64 and has all the ``flags`` (layout, writability)."""
-    return (cnp.PyArray_TYPE(<cnp.ndarray>x) == cnp.NPY_DOUBLE
-            and (cnp.PyArray_FLAGS(<cnp.ndarray>x) & flags) == flags
-            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>x))
-
-
-cdef inline const double* _fast_vector(object x, Py_ssize_t width) noexcept:
-    """Data of x if it is an exact ndarray of shape (width,) with a valid layout, else NULL."""
-    if (cnp.PyArray_CheckExact(x) and cnp.PyArray_NDIM(<cnp.ndarray>x) == 1
-            and cnp.PyArray_DIMS(<cnp.ndarray>x)[0] == width and _is_double_layout(x, _LAYOUT)):
-        return <const double*>cnp.PyArray_DATA(<cnp.ndarray>x)
-    return NULL
-
-
-cdef inline double* _fast_out(object out, int rank, const int* shape) noexcept:
-    """Data of ``out`` if it is a writable float64 array of exactly one result's shape, else NULL."""
-    if not cnp.PyArray_Check(out) or cnp.PyArray_NDIM(<cnp.ndarray>out) != rank:
-        return NULL
-    cdef cnp.npy_intp* dims = cnp.PyArray_DIMS(<cnp.ndarray>out)
-    if rank >= 1 and dims[0] != shape[0]:
-        return NULL
-    if rank == 2 and dims[1] != shape[1]:
-        return NULL
-    if not _is_double_layout(out, _OUT_LAYOUT):
-        return NULL
-    return <double*>cnp.PyArray_DATA(<cnp.ndarray>out)
-
-
 cdef extern from "robodyn_call.h":
     # A finite sum proves every value finite (robodyn_call.h says why).
     double _sum "rd_sum"(const double* x, Py_ssize_t n) noexcept nogil
+    bint _overlaps "rd_overlaps"(const double* a, Py_ssize_t na, const double* b, Py_ssize_t nb) noexcept nogil
+    double* rd_array_data(PyObject* x, int rank, const int* dims, int flags) noexcept
+    enum:
+        RD_IN_FLAGS
+
+
+cdef inline const double* _fast_vector(object x, int width) noexcept:
+    """Data of x if it is an exact native float64 ndarray of shape (width,), C-contiguous and aligned,
+    else NULL (the fast-path test of robodyn_call.h)."""
+    return rd_array_data(<PyObject*>x, 1, &width, RD_IN_FLAGS)
 
 
 cdef cnp.dtype _FLOAT64 = np.dtype(np.float64)
@@ -290,10 +269,6 @@ cdef int _check_finite(const double* data, Py_ssize_t size, str name) except -1:
     return 0
 
 
-cdef inline bint _overlaps(const double* a, Py_ssize_t na, const double* b, Py_ssize_t nb) noexcept nogil:
-    return <uintptr_t>a < <uintptr_t>(b + nb) and <uintptr_t>b < <uintptr_t>(a + na)
-
-
 cdef cnp.ndarray _prepare(object x, str name, Py_ssize_t width, Py_ssize_t* batch,
                           const double** ptr, Py_ssize_t* size):
     """Check one array argument; fix or check the batch size (-1 unknown, 0 single state, >0 rows)."""
@@ -346,20 +321,15 @@ cdef list _FAILURES = []
 cdef list _METHOD_NAMES = []
 
 
-cdef object _dispatch(object robot, int index, PyObject** args):
-    """Entry point of every routine method (self is a RobotCore: the method checked it). The fast
-    path (robodyn_call.h) for one valid state; everything else goes to ``_call_general``."""
+cdef object _dispatch(object robot, int index, PyObject** args, int fast_status):
+    """What a routine method (robodyn_method.h) hands on when its fast path did not produce the
+    result: ``fast_status`` RD_FAST_FAILED (the kernel reported a failure) or RD_FAST_DECLINED (lists,
+    batches, errors: the general path), or the routine is not in this robot (self is a RobotCore:
+    the method descriptor checked it)."""
     cdef RobotCore core = <RobotCore>robot
-    cdef PyObject* result = NULL
-    cdef int status
     if index >= core._core.n_slots or core._core.slots[index] == NULL:
         return core._unavailable(index)
-    status = rd_fast_call(core._core.slots[index], core._core.optional[index], args, core._core.p, core._core.n_params,
-                          core._core.gil_mode == 2 or (core._core.gil_mode == 1 and core._core.heavy[index]),
-                          <PyObject*>_FLOAT64, &result)
-    if status == RD_FAST_DONE:
-        return _steal(result)
-    if status == RD_FAST_FAILED:
+    if fast_status == RD_FAST_FAILED:
         return _routine_failed(index, 0, False)
     return core._call_general(index, args)
 
@@ -955,7 +925,3 @@ cdef class ControlLaw:
             _raise_status(status, "controller")
         return result
 
-
-def monotonic():
-    """CLOCK_MONOTONIC in seconds, as the compiled loop measures compute time."""
-    return rd_monotonic()

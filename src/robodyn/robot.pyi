@@ -2,7 +2,7 @@
 
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike

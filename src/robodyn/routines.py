@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-__all__ = ["Argument", "Output", "Routine", "TABLE", "COST_CLASSES", "by_name", "register", "table_fingerprint",
+__all__ = ["Argument", "Output", "Routine", "TABLE", "COST_CLASSES", "register", "table_fingerprint",
            "render_stub", "write_stub"]
 
 #: How a routine's work grows with the number of joints n along the recursive route
@@ -84,10 +84,6 @@ class Routine:
     def shape(self, output: Output, dims: dict[str, int]) -> tuple[int, ...]:
         """An output's shape for one state, with the robot's dimensions."""
         return tuple(_size(s, dims) for s in output.shape)
-
-    def signature_text(self) -> str:
-        params = [a.name + ("=None" if a.optional else "") for a in self.arguments]
-        return f"{self.method}({', '.join(params + ['out=None'])})"
 
     def docstring(self) -> str:
         """The method's docstring: summary, arguments, result, conventions."""
@@ -152,13 +148,6 @@ TABLE: tuple[Routine, ...] = (
             (Output(("6", "n"), "linear velocity of the tool origin, then angular velocity (base frame)"),),
             "Geometric Jacobian of the tool frame.", "O(n)"),
 )
-
-
-def by_name(name: str) -> Routine:
-    for routine in TABLE:
-        if routine.name == name:
-            return routine
-    raise KeyError(f"no routine {name!r} in the table")
 
 
 def register(routine: Routine) -> None:

@@ -24,8 +24,10 @@
 #define RD_METHOD_MAX_ARGS 8
 #define RD_METHOD_SLOTS 64
 
-/* args[k]: the k-th parameter after self (NULL when not given); returns a new reference or NULL. */
-typedef PyObject *(*rd_dispatch_fn)(PyObject *self, int index, PyObject **args);
+/* The runtime's handler of a call the fast path did not finish (fast_status: RD_FAST_FAILED or
+   RD_FAST_DECLINED, see robodyn_call.h). args[k]: the k-th parameter after self (NULL when not
+   given); returns a new reference or NULL. */
+typedef PyObject *(*rd_dispatch_fn)(PyObject *self, int index, PyObject **args, int fast_status);
 
 typedef struct {
     int n_args;             /* parameters after self */
@@ -105,15 +107,16 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
     }
     /* The fast path straight from here (self is a RobotCore: the method descriptor checked it). */
     const rd_core *core = (const rd_core *)((const char *)self + rd_core_offset);
+    int status = RD_FAST_DECLINED;
     if (rd_core_offset > 0 && index < core->n_slots && core->slots[index] != NULL) {
         PyObject *result = NULL;
         int release = core->gil_mode == 2 || (core->gil_mode == 1 && core->heavy[index]);
-        int status = rd_fast_call(core->slots[index], core->optional[index], slots, core->p, core->n_params,
-                                  release, rd_float64_descr, &result);
+        status = rd_fast_call(core->slots[index], core->optional[index], slots, core->p, core->n_params, release,
+                              rd_float64_descr, &result);
         if (status == RD_FAST_DONE)
             return result;
     }
-    return rd_method_dispatch(self, index, slots); /* declined, failed or unavailable: it says why */
+    return rd_method_dispatch(self, index, slots, status); /* failed, declined or unavailable: it says why */
 }
 
 #define RD_TRAMPOLINE(i)                                                                                   \
