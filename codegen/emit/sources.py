@@ -163,8 +163,7 @@ def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str
     """C statements of one routine, its operation count and its CSE time."""
     routine, value = definition.routine, definition.value
     block = _Block(definition, routines)
-    lines = [f"    const double *restrict {a.name}_or_zero = {a.name} ? {a.name} : zero_{a.name};"
-             for a in routine.arguments if a.optional]
+    lines: list[str] = []
     outputs = _output_names(definition)
     if isinstance(value, TreeSolve):
         parents = value.parents
@@ -194,16 +193,14 @@ def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str
         if routine.failure:
             lines.append("    return 0;")
     used = "\n".join(lines)
+    # An optional argument the outputs read is read through an alias that is zeros when it is NULL.
+    aliases = [f"    const double *restrict {a.name}_or_zero = {a.name} ? {a.name} : zero_{a.name};"
+               for a in routine.arguments if a.optional and f"{a.name}_or_zero[" in used]
     unused = [f"    (void){a.name};" for a in routine.arguments
               if f"{a.name}[" not in used and f"{a.name}_or_zero[" not in used]
     if "p[" not in used:
         unused.append("    (void)p;")
-    if any(f"{a.name}_or_zero[" not in used for a in routine.arguments if a.optional):
-        # An optional argument whose value no output depends on: drop its unused alias.
-        lines = [line for line in lines if not any(line.startswith(f"    const double *restrict {a.name}_or_zero =")
-                                                   and f"{a.name}_or_zero[" not in used
-                                                   for a in routine.arguments if a.optional)]
-    return unused + lines, block.operations, block.cse_seconds
+    return unused + aliases + lines, block.operations, block.cse_seconds
 
 
 def _kernel_signature(prefix: str, routine) -> str:
@@ -402,7 +399,8 @@ def emit(routines: RoutineSet) -> GeneratedSources:
         counts[routine.name] = operations
         cse_seconds += seconds
         zeros = [f"static const double zero_{a.name}[{len(symbols)}] = {{0.0}};"
-                 for a, symbols in zip(routine.arguments, definition.inputs) if a.optional]
+                 for a, symbols in zip(routine.arguments, definition.inputs)
+                 if a.optional and f"zero_{a.name};" in "\n".join(body)]
         files[f"{prefix}_{routine.name}.c"] = "\n".join([
             _header_comment(routines, prefix, f"Robot '{prefix}': {routine.name} ({routine.doc})", [
                 "",
