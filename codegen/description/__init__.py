@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+
+import sympy as sp
 
 from robodyn.cache import read_description
 from robodyn.options import BuildOptions
@@ -24,15 +27,37 @@ def parse_source(data: bytes, path: str, options: BuildOptions | None = None):
     if Path(path).suffix.lower() in URDF_SUFFIXES:
         from .urdf import parse_urdf_text
 
-        return parse_urdf_text(data, path, data, lock=options.lock_map, runtime_parameters=options.runtime_parameters,
-                               tool=options.tool)
+        description = parse_urdf_text(data, path, data, lock=options.lock_map,
+                                      runtime_parameters=options.runtime_parameters, tool=options.tool,
+                                      accept_invalid_inertia=options.accept_invalid_inertia)
+        # The URDF tool frame is the tool link's own frame (a link merged into its parent keeps it).
+        return _with_tool_offset(description, options, description.tool)
     if options.lock:
         raise DescriptionError(path, None, "", "locking joints is supported for URDF input only; "
                                "in a YAML description, remove the joint or fix its value instead")
     if options.runtime_parameters:
         raise DescriptionError(path, None, "", "--runtime-parameters is for URDF input; a YAML description "
                                "declares its runtime parameters under 'parameters'")
-    return parse_text(decode_description(data, path), path, data, tool_override=options.tool)
+    description = parse_text(decode_description(data, path), path, data, tool_override=options.tool,
+                             accept_invalid_inertia=options.accept_invalid_inertia)
+    # A YAML description's tool xyz/rpy is its offset from the link: the option replaces it.
+    return _with_tool_offset(description, options, sp.eye(4))
+
+
+def _with_tool_offset(description, options: BuildOptions, link_frame):
+    """``options.tool_offset`` (x, y, z[, roll, pitch, yaw]) placed in the tool link's frame."""
+    if not options.tool_offset:
+        return description
+    from .. import geometry
+    from .expressions import parse_number_literal
+
+    values = list(options.tool_offset) + [0.0] * (6 - len(options.tool_offset))
+    try:
+        exact = [parse_number_literal(repr(v)) if v != 0 else sp.Integer(0) for v in values]
+    except ValueError as exc:
+        raise DescriptionError(description.path, None, "tool_offset", str(exc)) from None
+    offset = geometry.homogeneous(geometry.rpy(*exact[3:]), sp.Matrix(exact[:3]))
+    return dataclasses.replace(description, tool=sp.ImmutableMatrix(sp.Matrix(link_frame) * offset))
 
 
 def parse_path(path: str | Path, options: BuildOptions | None = None):

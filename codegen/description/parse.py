@@ -364,7 +364,7 @@ def _parse_joint(node: _Node, index: int, names: dict[str, int], link_names: dic
 
 
 def parse_text(text: str, path: str = "<string>", data: bytes | None = None,
-               tool_override: str | None = None) -> RobotDescription:
+               tool_override: str | None = None, accept_invalid_inertia: bool = False) -> RobotDescription:
     """Parse description text; ``path`` is used in messages and for the default name."""
     ctx = _Context(path)
     root = _Node(load_yaml(text, path), "", ctx)

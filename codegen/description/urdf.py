@@ -484,7 +484,8 @@ def _robot_name(raw: str, path: str) -> str:
 
 def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | None = None,
                     lock: Mapping[str, float] | None = None,
-                    runtime_parameters: bool = False, tool: str | None = None) -> RobotDescription:
+                    runtime_parameters: bool = False, tool: str | None = None,
+                    accept_invalid_inertia: bool = False) -> RobotDescription:
     """Parse URDF text (or bytes, whose XML declaration then gives the encoding).
 
     ``lock`` maps names of moving joints to positions (rad or m): each becomes a fixed joint at that

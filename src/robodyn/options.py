@@ -52,18 +52,29 @@ class BuildOptions:
     tool: str | None = field(default=None, metadata=_option(
         "--tool", "the link that carries the tool frame (fk, jacobian and the wrench h refer to its origin); "
         "default: the description's tool, else the last link", metavar="LINK"))
+    tool_offset: tuple[float, ...] = field(default=(), metadata=_option(
+        "--tool-offset", "a fixed offset of the tool frame from its link's origin: X,Y,Z metres, optionally "
+        "followed by ROLL,PITCH,YAW radians (URDF rpy convention); replaces the description's tool offset",
+        metavar="X,Y,Z[,R,P,Y]"))
+    accept_invalid_inertia: bool = field(default=False, metadata=_option(
+        "--accept-invalid-inertia", "accept inertia tensors that are physically impossible beyond rounding noise "
+        "(not positive definite, triangle inequality violated) with a warning instead of an error"))
+    selfcheck: bool = field(default=True, metadata=_option(
+        "--no-selfcheck", "skip the post-build self-check of every routine against its symbolic value (for those "
+        "who know the model is right; the cache entry records that it was not checked)"))
 
     def __post_init__(self):
         if self.method not in METHODS:
             raise ValueError(f"method: expected one of {', '.join(METHODS)}, got {self.method!r}")
         if self.forward not in FORWARD_METHODS:
             raise ValueError(f"forward: expected one of {', '.join(FORWARD_METHODS)}, got {self.forward!r}")
-        for name in ("simplify", "runtime_parameters"):
+        for name in ("simplify", "runtime_parameters", "accept_invalid_inertia", "selfcheck"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name}: expected True or False, got {getattr(self, name)!r}")
         object.__setattr__(self, "lock", _lock_pairs(self.lock))
         if self.tool is not None and (not isinstance(self.tool, str) or not _NAME.match(self.tool)):
             raise ValueError(f"tool: expected a link name, got {self.tool!r}")
+        object.__setattr__(self, "tool_offset", _tool_offset(self.tool_offset))
 
     @property
     def lock_map(self) -> dict[str, float]:
@@ -82,12 +93,14 @@ class BuildOptions:
         """Plain JSON-able values (the cache key and the manifest use this)."""
         return {"method": self.method, "forward": self.forward, "simplify": self.simplify,
                 "lock": [[name, value] for name, value in self.lock], "runtime_parameters": self.runtime_parameters,
-                "tool": self.tool}
+                "tool": self.tool, "tool_offset": list(self.tool_offset),
+                "accept_invalid_inertia": self.accept_invalid_inertia, "selfcheck": self.selfcheck}
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "BuildOptions":
         values = dict(values)
         values["lock"] = tuple(tuple(pair) for pair in values.get("lock", ()))
+        values["tool_offset"] = tuple(values.get("tool_offset", ()))
         return cls(**values)
 
     def flags(self) -> list[str]:
@@ -106,7 +119,34 @@ class BuildOptions:
             out.append("--runtime-parameters")
         if self.tool is not None:
             out += ["--tool", self.tool]
+        if self.tool_offset:
+            out += ["--tool-offset", ",".join(repr(v) for v in self.tool_offset)]
+        if self.accept_invalid_inertia:
+            out.append("--accept-invalid-inertia")
+        if not self.selfcheck:
+            out.append("--no-selfcheck")
         return out
+
+
+def _tool_offset(value) -> tuple[float, ...]:
+    """() or 3 (x, y, z) or 6 (x, y, z, roll, pitch, yaw) finite numbers; a "X,Y,Z[,R,P,Y]" string too."""
+    if isinstance(value, str):
+        try:
+            value = [float(part) for part in value.split(",")]
+        except ValueError:
+            raise ValueError(f"tool_offset: expected X,Y,Z or X,Y,Z,ROLL,PITCH,YAW numbers, got {value!r}") from None
+    try:
+        numbers = tuple(float(v) for v in value)
+    except (TypeError, ValueError):
+        raise TypeError(f"tool_offset: expected 3 or 6 numbers, got {value!r}") from None
+    if any(isinstance(v, (bool, str)) for v in value):
+        raise TypeError(f"tool_offset: expected 3 or 6 numbers, got {value!r}")
+    if len(numbers) not in (0, 3, 6):
+        raise ValueError(f"tool_offset: expected 3 (x, y, z) or 6 (x, y, z, roll, pitch, yaw) numbers, "
+                         f"got {len(numbers)}")
+    if not all(math.isfinite(v) and abs(v) <= 1e6 for v in numbers):
+        raise ValueError(f"tool_offset: the numbers must be finite and at most 1e6 in magnitude, got {value!r}")
+    return numbers
 
 
 def _lock_pairs(value) -> tuple[tuple[str, float], ...]:
