@@ -53,6 +53,16 @@ class DescriptionError(CodegenError):
         return combined
 
 
+class DescriptionWarning(UserWarning):
+    """A description is accepted, but something in it deserves the user's attention (issued with
+    ``warnings.warn``; the command line prints it as ``warning: file:line: field: message``)."""
+
+    def __init__(self, path: str, line: int | None, field: str, message: str):
+        self.path, self.line, self.field, self.message = str(path), line, field, message
+        where = self.path if line is None else f"{self.path}:{line}"
+        super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+
+
 class DescriptionErrors:
     """Collects a description's problems so that one run reports all of them (up to a cap).
 
