@@ -1,7 +1,8 @@
 """Command line: python -m codegen DESCRIPTION [model options] [--cache-dir DIR] [--force] [--print]
+[--quiet] [--debug]
 
-Exit codes: 0 success, 1 invalid description, 2 bad command line,
-3 build or self-check failure.
+Exit statuses: robodyn.errors.EXIT_STATUS_HELP (0 success, 1 invalid input, 2 bad command line,
+3 build or self-check failure, 4 cache directory or environment, 130 interrupted).
 """
 
 from __future__ import annotations
@@ -10,16 +11,20 @@ import argparse
 import sys
 import time
 
+from robodyn.errors import EXIT_STATUS_HELP, run_command
 from robodyn.options import BuildOptions, add_arguments, from_arguments
 
 from . import __version__
-from .errors import CodegenError, report
 
 EPILOG = """examples:
   python -m codegen robots/rr.yaml                       derive, emit C, compile, self-check, cache
   python -m codegen robots/rr.yaml --print               show M, C, g, friction and energies
   python -m codegen panda.urdf --lock panda_finger_joint1=0 --lock panda_finger_joint2=0 --tool panda_hand
-"""
+
+Progress (the stages of a build that takes more than a second, with their times) goes to stderr;
+--quiet leaves only errors, warnings and the result line.
+
+""" + EXIT_STATUS_HELP
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,7 +36,6 @@ def _parser() -> argparse.ArgumentParser:
     add_arguments(parser)
     parser.add_argument("--print", dest="print_model", action="store_true",
                         help="print the symbolic model (M, C, g, friction, energies) and exit without building")
-    parser.add_argument("--quiet", action="store_true", help="print only errors and the final summary line")
     parser.add_argument("--version", action="version", version=f"robodyn codegen {__version__}")
     return parser
 
@@ -87,18 +91,23 @@ def main(argv: list[str] | None = None) -> int:
         options = from_arguments(args)
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
-    try:
-        if args.print_model:
-            _print_model(args.description, options)
-            return 0
-        from .pipeline import build
+    return run_command(_run, args, options, debug=args.debug)
 
-        start = time.perf_counter()
-        progress = None if args.quiet else (lambda message: print(f"[codegen] {message}", flush=True))
-        built = build(args.description, options, cache_dir=args.cache_dir, force=args.force, progress=progress)
-        elapsed = time.perf_counter() - start
-    except CodegenError as exc:
-        return report(exc)
+
+def _run(args, options: BuildOptions) -> int:
+    if args.print_model:
+        _print_model(args.description, options)
+        return 0
+    from .pipeline import build, delayed_progress, stderr_writer
+
+    start = time.perf_counter()
+    progress = None if args.quiet else delayed_progress(stderr_writer())
+    try:
+        built = build(args.description, options, cache_dir=args.cache_dir, force=args.force, progress=progress,
+                      notice=stderr_writer())
+    finally:
+        getattr(progress, "cancel", lambda: None)()
+    elapsed = time.perf_counter() - start
 
     if built.cache_hit:
         print(f"cache hit: {built.module_path} ({elapsed * 1000:.0f} ms)")
@@ -106,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"built {built.module_path} in {elapsed:.1f} s")
     if not args.quiet:
         checks = built.selfcheck.get("checks", [])
-        status = "passed" if built.selfcheck.get("passed") else "FAILED"
-        print(f"self-check {status}:")
+        status = built.selfcheck.get("status", "passed")
+        print(f"self-check {status}" + (" (built with --no-selfcheck)" if status == "skipped" else ":"))
         for check in checks:
             mark = "ok " if check["passed"] else "BAD"
             print(f"  {mark} {check['name']:<40} error {check['error']:.2e}  (tolerance {check['tolerance']:.0e})")

@@ -20,17 +20,27 @@ its result.
 compiler; after parsing and until publishing it holds a per-key lock, so processes
 that need the same robot at once build it once. A build happens in a hidden
 temporary directory next to its cache entry and becomes visible only by an
-atomic rename after it compiled and passed the self-check, so a failed or
-killed build never leaves an importable module behind.
+atomic rename after it compiled and passed the self-check, so a failed, killed
+or interrupted (Ctrl-C) build, or one that fills the disk, never leaves an
+importable module behind. A damaged entry (see ``robodyn.cache.Entry.inspect``)
+is reported through ``notice`` and replaced. Every run, a cache hit too, first
+removes temporaries left by dead processes (``robodyn.cache.tidy``).
+
+``progress(message)`` receives one line per stage (start and end, with times);
+``delayed_progress`` turns a writer into one that stays silent for builds
+shorter than a second. The model stage (codegen.model) may call the same
+callable for finer progress (per joint) once it takes one.
 """
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import json
 import os
 import shutil
+import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,10 +48,50 @@ from typing import Callable
 
 from robodyn import cache
 from robodyn.cache import MANIFEST, SELFCHECK, Entry
-from robodyn.errors import BuildError, SelfCheckError
+from robodyn.errors import BuildError, SelfCheckError, StorageError
 from robodyn.options import BuildOptions
 
 Progress = Callable[[str], None]
+
+
+def stderr_writer(prefix: str = "[codegen]") -> Progress:
+    """A progress callable printing ``prefix message`` lines on stderr."""
+    def write(message: str) -> None:
+        print(f"{prefix} {message}", file=sys.stderr, flush=True)
+
+    return write
+
+
+def delayed_progress(write: Progress, delay: float = 1.0) -> Progress:
+    """A progress callable that holds its messages back until ``delay`` seconds have passed since it was
+    made (then prints them, and every later one, at once): a build shorter than that prints nothing,
+    a longer one shows where it is. A timer thread does the first printing, so a stage that runs long
+    (a derivation of minutes) is visible while it runs."""
+    lock = threading.Lock()
+    held: list[str] = []
+    live = False
+
+    def flush() -> None:
+        nonlocal live
+        with lock:
+            live = True
+            for message in held:
+                write(message)
+            held.clear()
+
+    timer = threading.Timer(delay, flush)
+    timer.daemon = True
+    timer.start()
+
+    def progress(message: str) -> None:
+        with lock:
+            if live:
+                write(message)
+            else:
+                held.append(message)
+
+    progress.cancel = timer.cancel  # type: ignore[attr-defined]
+    return progress
 
 
 @dataclass(frozen=True)
@@ -87,9 +137,13 @@ def describe(request: Request):
     return parse_source(request.data, str(request.path), request.options)
 
 
-def lookup(request: Request, started: float | None = None) -> BuildResult | None:
-    """The cache entry for the request, if there is a complete one (no SymPy, no compiler)."""
-    found = cache.find(request.root, request.key)
+def lookup(request: Request, started: float | None = None,
+           damaged: list | None = None) -> BuildResult | None:
+    """The cache entry for the request, if there is a complete one (no SymPy, no compiler); damaged
+    entries of its key are appended to ``damaged`` as (entry, reason)."""
+    found, broken = cache.inspect(request.root, request.key)
+    if damaged is not None:
+        damaged.extend(broken)
     if found is None:
         return None
     entry, manifest = found
@@ -97,23 +151,11 @@ def lookup(request: Request, started: float | None = None) -> BuildResult | None
     return BuildResult(entry, manifest, entry.selfcheck(), True, timings)
 
 
-def _remove_stale_temporaries(root: Path) -> None:
-    """Delete build directories left by processes that no longer exist."""
-    for directory in root.glob(".tmp-*"):
-        parts = directory.name.split("-")
-        try:
-            pid = int(parts[-2])
-        except (ValueError, IndexError):
-            continue
-        try:
-            os.kill(pid, 0)
-            alive = True
-        except ProcessLookupError:
-            alive = False
-        except PermissionError:
-            alive = True
-        if not alive:
-            shutil.rmtree(directory, ignore_errors=True)
+def _storage_error(what: str, exc: OSError) -> StorageError:
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        reason += " (nothing was published; free some space and build again)"
+    return StorageError(f"{what}: {reason}")
 
 
 def compile_extension(sources, request: Request, binding=None):
@@ -122,41 +164,49 @@ def compile_extension(sources, request: Request, binding=None):
 
     entry = Entry(request.root, sources.robot, request.key)
     try:
-        request.root.mkdir(parents=True, exist_ok=True)
-        _remove_stale_temporaries(request.root)
-        workdir = Path(tempfile.mkdtemp(prefix=f"{entry.temporary_prefix()}{os.getpid()}-", dir=request.root))
+        workdir = Path(tempfile.mkdtemp(prefix=f"{entry.temporary_prefix()}{os.getpid()}-",
+                                        dir=cache.writable_root(request.root)))
     except OSError as exc:
-        raise BuildError(f"cannot create a build directory in {request.root}: {exc.strerror}") from None
+        raise _storage_error(f"cannot create a build directory in {request.root}", exc) from None
     try:
         return compile_in(sources, entry, workdir, binding)
+    except OSError as exc:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise _storage_error(f"cannot write the build in {workdir}", exc) from None
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
 
 
 def check_and_publish(compiled, routines, request: Request, timings: dict | None = None) -> BuildResult:
-    """Stage 6: self-check the compiled module, write its report and manifest, publish it atomically."""
+    """Stage 6: self-check the compiled module (unless options.selfcheck is False: the report then
+    says "skipped"), write its report and manifest, publish it atomically."""
     from robodyn.robot import Robot
 
-    from .extension.selfcheck import report, run_selfcheck
+    from .extension.selfcheck import report, run_selfcheck, skipped
 
     timings = dict(timings or {})
     entry, workdir = compiled.entry, compiled.workdir
     try:
         started = time.perf_counter()
         module = cache.import_extension(entry.module_name, compiled.module_path, fresh=True)
-        checks = run_selfcheck(Robot(module), routines)
-        selfcheck = report(checks)
+        if request.options.selfcheck:
+            checks = run_selfcheck(Robot(module), routines)
+            selfcheck = report(checks)
+        else:
+            checks, selfcheck = [], skipped()
         timings["selfcheck_s"] = time.perf_counter() - started
-        (workdir / SELFCHECK).write_text(json.dumps(selfcheck, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        if not selfcheck["passed"]:
+        _write_json(workdir / SELFCHECK, selfcheck)
+        if selfcheck["passed"] is False:
             failed = [c for c in checks if not c.passed]
             detail = "\n".join(f"  {c.name}: error {c.error:.3e} > tolerance {c.tolerance:.1e}" for c in failed)
             raise SelfCheckError(f"self-check failed for {request.path}:\n{detail}", log=compiled.log)
         manifest = {
             "module_name": entry.module_name,
             "module_file": entry.module_path.name,
+            "module_size": compiled.module_path.stat().st_size,
             "module_sha256": cache.file_sha256(compiled.module_path),
+            "selfcheck": selfcheck["status"],
             "key": request.key,
             "built_from": request.key_inputs,
             "robot": compiled.sources.robot,
@@ -166,72 +216,80 @@ def check_and_publish(compiled, routines, request: Request, timings: dict | None
             "operation_counts": compiled.sources.operation_counts,
             "timings": timings,
         }
-        (workdir / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        _write_json(workdir / MANIFEST, manifest)
         # Keep the sources, the module, the manifest and the self-check; drop intermediates.
         shutil.rmtree(workdir / "build", ignore_errors=True)
         for leftover in (workdir / f"{entry.module_name}.c",):
             leftover.unlink(missing_ok=True)
         _publish(workdir, entry)
         module.__file__ = str(entry.module_path)  # imported from the build directory, now renamed
+    except OSError as exc:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise _storage_error(f"cannot write the cache entry {entry.directory}", exc) from None
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
     return BuildResult(entry, manifest, selfcheck, False, timings)
 
 
+def _write_json(path: Path, value: dict) -> None:
+    with open(path, "w", encoding="utf-8") as stream:
+        stream.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
+        stream.flush()
+        os.fsync(stream.fileno())  # a full disk shows here, not after the entry is published
+
+
 def _publish(workdir: Path, entry: Entry) -> None:
     """Rename the build directory to the entry's. An existing entry (a forced rebuild, a broken
-    entry, or another process that finished the same build first) is replaced: modules already
-    imported from it stay valid, their files are unlinked, not changed."""
+    entry, or another process that finished the same build first) is first renamed aside, so the
+    entry's name always holds a complete entry or nothing: modules already imported from it stay
+    valid, their files are unlinked, not changed."""
     try:
         os.rename(workdir, entry.directory)
+        return
     except OSError:
         if not entry.directory.exists():
             raise
-        shutil.rmtree(entry.directory, ignore_errors=True)
+    aside = Path(tempfile.mkdtemp(prefix=f"{entry.temporary_prefix()}{os.getpid()}-old-", dir=entry.root))
+    os.rename(entry.directory, aside / "entry")
+    try:
         os.rename(workdir, entry.directory)
-
-
-@contextlib.contextmanager
-def _build_lock(request: Request):
-    """One build of a key at a time across processes (workers that all load the same robot): the
-    others wait, then find it in the cache. An advisory lock on a hidden file in the cache root."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: no lock, concurrent builds stay correct
-        yield
-        return
-    try:
-        request.root.mkdir(parents=True, exist_ok=True)
-        handle = open(request.root / f".lock-{request.key[:16]}", "a")
-    except OSError as exc:
-        raise BuildError(f"cannot write to the cache directory {request.root}: {exc.strerror}") from None
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)
 
 
 def build(path: str | Path, options: BuildOptions | None = None, *, cache_dir: str | Path | None = None,
-          force: bool = False, progress: Progress | None = None) -> BuildResult:
-    """Return the published module for a description, building it unless the cache has it."""
+          force: bool = False, progress: Progress | None = None, notice: Progress | None = None) -> BuildResult:
+    """Return the published module for a description, building it unless the cache has it.
+
+    ``progress``: one line per stage; ``notice``: one line for what the user should know even when
+    quiet (a damaged cache entry being rebuilt). StorageError when the cache directory cannot be
+    used, checked before any work."""
     started = time.perf_counter()
     request = read_request(path, options, cache_dir)
-    found = None if force else lookup(request, started)
+    cache.tidy(request.root, request.key)
+    damaged: list = []
+    found = None if force else lookup(request, started, damaged)
     if found is not None:
         return found
     say = progress or (lambda message: None)
+    for entry, reason in damaged:
+        (notice or say)(f"cache entry {entry.directory} is damaged ({reason}); rebuilding")
+    cache.writable_root(request.root)  # before any work: a build must be able to publish
     clock = time.perf_counter()
+    say(f"parsing {request.path}")
     description = describe(request)  # an invalid description fails here, before anything is written
     parse_s = time.perf_counter() - clock
     say(f"parsed {request.path} in {parse_s:.2f} s ({description.n} joints, "
         f"{len(description.parameters)} parameters)")
-    with _build_lock(request):
-        found = None if force else lookup(request, started)  # another process may have built it meanwhile
+    with cache.lock(request.root, request.key):
+        damaged = []
+        found = None if force else lookup(request, started, damaged)  # another process may have built it meanwhile
         if found is not None:
             return found
+        cache.remove_stale_temporaries(request.root)
+        for entry, _ in damaged:
+            cache.discard(entry)
         return _build(request, description, say, started, parse_s)
 
 
@@ -254,19 +312,24 @@ def _build(request: Request, description, say: Progress, started: float, parse_s
 
     binding = translate_binding(Entry(request.root, description.name, request.key).module_name)
     try:
+        say(f"deriving the model of {description.n} joints ({request.options.method} method)")
         model = derive_model(description, request.options)
         say(f"derived the {model.method} model in {lap('derive_s'):.2f} s")
+        say("simplifying and emitting C for the routines")
         routines = define_routines(model, request.options)
         sources = emit(routines)
         timings["cse_s"] = sources.timings["cse_s"]
         say(f"emitted C for {len(routines.definitions)} routines in {lap('emit_s'):.2f} s (common-subexpression "
             f"elimination {timings['cse_s']:.2f} s); {sum(sources.operation_counts.values())} operations")
+        say("compiling")
         compiled = compile_extension(sources, request, binding)
         say(f"compiled {compiled.entry.module_path.name} in {lap('compile_s'):.2f} s")
+        say("self-checking the compiled module" if request.options.selfcheck else "self-check skipped (--no-selfcheck)")
         result = check_and_publish(compiled, routines, request, timings)
     finally:
         binding.cancel()  # a no-op once the compile stage has its result
     result.timings["total_s"] = time.perf_counter() - started
-    say(f"self-check {'passed' if result.selfcheck['passed'] else 'FAILED'} in {result.timings['selfcheck_s']:.2f} s; "
-        f"published {result.entry.directory}")
+    status = result.selfcheck.get("status", "passed")
+    say(f"self-check {status} in {result.timings['selfcheck_s']:.2f} s; published {result.entry.directory} "
+        f"(total {result.timings['total_s']:.1f} s)")
     return result

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from robodyn.cache import Entry
-from robodyn.errors import BuildError
+from robodyn.errors import BuildError, StorageError
 
 from ..emit.sources import GeneratedSources
 
@@ -125,6 +125,9 @@ def _run(command: list[str], cwd: Path, what: str) -> str:
         raise BuildError(f"{what}: cannot run {command[0]}: {exc.strerror}", command, None, "") from None
     log = result.stdout + result.stderr
     if result.returncode != 0:
+        if "No space left on device" in log or "Disk quota exceeded" in log:
+            raise StorageError(f"{what}: no space left on the device in {cwd} (nothing was published; free "
+                               "some space and build again)")
         raise BuildError(f"{what} failed in {cwd}", command, result.returncode, log)
     return log
 
@@ -157,9 +160,16 @@ def compile_extension(sources: GeneratedSources, entry: Entry, workdir: Path,
         return target, log + compile_log
 
     # The binding's chain (waiting for Cython, then its C) is the longest single job: start it first.
-    with ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 2)) as pool:
+    # On an error or Ctrl-C, jobs not started yet are cancelled and running ones finish (a compiler
+    # takes seconds at most); the caller then removes the build directory.
+    pool = ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 2))
+    try:
         jobs = [pool.submit(binding_chain)] + [pool.submit(compile_c, name, ROBOT_FLAGS) for name in sources.c_files]
         results = [job.result() for job in jobs]
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     objects = [target for target, _ in results]
     log = "".join(part for _, part in results)
     log += _run(_linker() + objects + ["-lm", "-o", module_path.name], workdir, "linking")

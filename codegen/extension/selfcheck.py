@@ -10,6 +10,20 @@ On random states, with the default parameters:
 * identities between routines, where the robot has them: M symmetric positive
   definite; Ṁ − 2C skew-symmetric (Ṁ by central differences along q̇);
   inverse ∘ forward dynamics = identity, with and without a tool wrench.
+
+Every tolerance is relative to the magnitudes of the model's own values, so a
+robot in millimetres and grams checks like one in metres and tonnes: the
+symbolic comparison divides by the largest entry (of either side), the skew
+check by the largest of Ṁ and C, and the inverse/forward round trip by the
+largest term of M q̈ + C q̇ + g (its torques come from the model's inverse
+dynamics, its wrenches are scaled to the same torques).
+
+Joint positions are drawn inside the joint limits; a joint whose limits are
+absent, or have zero width (exporters write lower = upper = 0 as a
+placeholder), is drawn over ±π (revolute) or ± the robot's reach (prismatic;
+the sum of its joint offsets, 1 m if that is zero).
+
+With ``BuildOptions(selfcheck=False)`` nothing runs: the report is ``skipped()``.
 """
 
 from __future__ import annotations
@@ -35,7 +49,37 @@ class Check:
 
     @property
     def passed(self) -> bool:
-        return bool(np.isfinite(self.error)) and self.error <= self.tolerance
+        return bool(np.isfinite(self.error) and self.error <= self.tolerance)
+
+
+def reach(description) -> float:
+    """The robot's length scale: the sum of its joint offsets (translations of the joint placements and
+    successors, at the default parameters); 1.0 when that is zero or not a number."""
+    defaults = {p.symbol: p.default for p in description.parameters}
+    total = 0.0
+    for joint in description.joints:
+        for transform in (joint.placement, joint.successor):
+            try:
+                offset = np.array([float(sp.sympify(transform[i, 3]).subs(defaults)) for i in range(3)])
+            except (TypeError, ValueError, AttributeError, IndexError):
+                continue
+            total += float(np.linalg.norm(offset)) if np.all(np.isfinite(offset)) else 0.0
+    return total if 0.0 < total < 1e12 else 1.0
+
+
+def joint_range(joint, length: float) -> tuple[float, float]:
+    """Where a joint's positions are sampled: its limits when they have a width, else ±π (revolute) or
+    ±``length`` (prismatic), anchored on the one limit given when only one is."""
+    half = np.pi if joint.kind == "revolute" else length
+    lower, upper = joint.limits.lower, joint.limits.upper
+    finite = [v is not None and np.isfinite(v) for v in (lower, upper)]
+    if all(finite) and upper > lower:
+        return float(lower), float(upper)
+    if finite[0] and not finite[1]:
+        return float(lower), float(lower) + 2 * half
+    if finite[1] and not finite[0]:
+        return float(upper) - 2 * half, float(upper)
+    return -half, half
 
 
 def random_inputs(routines: RoutineSet, count: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -44,17 +88,9 @@ def random_inputs(routines: RoutineSet, count: int, seed: int = 0) -> dict[str, 
     model = routines.model
     n = model.n
     q = np.empty((count, n))
+    length = reach(model.description)
     for i, joint in enumerate(model.description.joints):
-        low, high = (-np.pi, np.pi) if joint.kind == "revolute" else (-1.0, 1.0)
-        lower, upper = joint.limits.lower, joint.limits.upper
-        # Exporters write placeholder limits such as lower = upper = 0: a check at one position
-        # proves little (and Mdot - 2C is then finite-difference noise), so such limits are ignored.
-        if lower is not None and upper is not None and upper > lower:
-            low, high = lower, upper
-        elif lower is not None and upper is None:
-            low, high = lower, lower + (high - low)
-        elif upper is not None and lower is None:
-            low, high = upper - (high - low), upper
+        low, high = joint_range(joint, length)
         q[:, i] = rng.uniform(low, high, count)
     values = {"q": q, "qd": rng.uniform(-2.0, 2.0, (count, n)), "qdd": rng.uniform(-2.0, 2.0, (count, n)),
               "tau": rng.normal(0.0, 10.0, (count, n)), "h": rng.normal(0.0, 5.0, (count, 6))}
@@ -65,9 +101,13 @@ def random_inputs(routines: RoutineSet, count: int, seed: int = 0) -> dict[str, 
     return values
 
 
-def _relative(a: np.ndarray, b: np.ndarray) -> float:
-    scale = float(np.max(np.abs(b))) if b.size else 0.0
-    difference = float(np.max(np.abs(a - b))) if a.size else 0.0
+def _relative(a: np.ndarray, b: np.ndarray, scale: float = 0.0) -> float:
+    """max |a - b| relative to the largest entry of a or b (or ``scale`` if larger)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if not a.size:
+        return 0.0
+    scale = max(float(scale), float(np.max(np.abs(b))), float(np.max(np.abs(a))))
+    difference = float(np.max(np.abs(a - b)))
     return difference / scale if scale > 0 else difference
 
 
@@ -125,6 +165,12 @@ def run_selfcheck(robot, routines: RoutineSet, samples: int = 20, seed: int = 0)
 def _identities(robot, routines: RoutineSet, values: dict[str, np.ndarray]) -> list[Check]:
     has = {d.routine.name for d in routines.definitions}
     q_all, qd_all, tau_all, h_all = values["q"], values["qd"], values["tau"], values["h"]
+    if "inverse_dynamics" in has:  # torques of the model's own magnitude
+        tau_all = robot.inverse_dynamics(q_all, qd_all, values["qdd"]) + tau_all * 1e-3
+    if "tool_jacobian" in has:  # a wrench whose J^T h is of the same magnitude
+        J = robot.jacobian(q_all)
+        h_all = h_all / max(float(np.max(np.abs(h_all))), 1e-300) * float(np.max(np.abs(tau_all))) / max(
+            float(np.max(np.abs(J))), 1e-300)
     checks = []
     if "mass_matrix" in has:
         M = robot.M(q_all)
@@ -138,19 +184,36 @@ def _identities(robot, routines: RoutineSet, values: dict[str, np.ndarray]) -> l
             M_dot = (robot.M(q + eps * qd) - robot.M(q - eps * qd)) / (2 * eps)
             C = robot.C(q, qd)
             N = M_dot - 2 * C
-            scale = max(np.max(np.abs(M_dot)), np.max(np.abs(C)), 1e-12)
+            scale = max(float(np.max(np.abs(M_dot))), float(np.max(np.abs(C))))
+            scale = max(scale, 1e-12 * float(np.max(np.abs(robot.M(q)))))
             worst = max(worst, float(np.max(np.abs(N + N.T)) / scale))
         checks.append(Check("skew", worst, SKEW_TOLERANCE))
     if {"inverse_dynamics", "forward_dynamics"} <= has:
-        qdd = robot.forward_dynamics(q_all, qd_all, tau_all)
-        error = max(_relative(t, r) for t, r in zip(robot.inverse_dynamics(q_all, qd_all, qdd), tau_all))
-        checks.append(Check("inverse_forward", error, IDENTITY_TOLERANCE))
-        qdd = robot.forward_dynamics(q_all, qd_all, tau_all, h_all)
-        error = max(_relative(t, r) for t, r in zip(robot.inverse_dynamics(q_all, qd_all, qdd, h_all), tau_all))
-        checks.append(Check("inverse_forward_wrench", error, IDENTITY_TOLERANCE))
+        for name, h in (("inverse_forward", None), ("inverse_forward_wrench", h_all)):
+            qdd = robot.forward_dynamics(q_all, qd_all, tau_all, h)
+            terms = _terms(robot, has, q_all, qd_all, qdd)
+            error = max(_relative(t, r, s) for t, r, s in
+                        zip(robot.inverse_dynamics(q_all, qd_all, qdd, h), tau_all, terms))
+            checks.append(Check(name, error, IDENTITY_TOLERANCE))
     return checks
 
 
+def _terms(robot, has: set, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+    """Per sample, the largest term of M q̈ + (C q̇ + g + friction): what rounding is relative to."""
+    scale = np.zeros(q.shape[0])
+    if "mass_matrix" in has:
+        scale = np.maximum(scale, np.max(np.abs(np.einsum("kij,kj->ki", robot.M(q), qdd)), axis=1))
+    if "nonlinear_effects" in has:
+        scale = np.maximum(scale, np.max(np.abs(robot.nonlinear_effects(q, qd)), axis=1))
+    return scale
+
+
 def report(checks: list[Check]) -> dict:
-    return {"passed": all(c.passed for c in checks),
+    passed = all(c.passed for c in checks)
+    return {"status": "passed" if passed else "failed", "passed": passed,
             "checks": [dict(asdict(c), passed=c.passed) for c in checks]}
+
+
+def skipped() -> dict:
+    """The report of a build made with selfcheck=False."""
+    return {"status": "skipped", "passed": None, "checks": []}

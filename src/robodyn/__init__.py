@@ -37,11 +37,27 @@ def load(path, options: BuildOptions | None = None, *, cache_dir=None, force: bo
 
     A cache hit needs neither SymPy nor a compiler run: it imports the module (milliseconds).
     A miss runs the generator (``codegen.pipeline.build``), a few seconds for a small robot, and
-    says so on stderr; ``verbose=True`` also reports every stage (and cache hits), ``False``
-    nothing.
+    says so on stderr, with its stages (parse, derivation, emission, compilation, self-check) once
+    it has taken more than a second; ``verbose=True`` reports every stage at once (and cache hits),
+    ``False`` nothing. A damaged cache entry is reported and rebuilt. Description warnings are
+    issued with ``warnings.warn`` (robodyn.errors.DescriptionWarning).
+
+    Raises DescriptionError (invalid description), BuildError (compiler or self-check),
+    StorageError (cache directory unusable, disk full), TypeError/ValueError (bad arguments).
     """
+    import os
+
     from . import cache
 
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a file name (str or os.PathLike), got {type(path).__name__}")
+    if cache_dir is not None and not isinstance(cache_dir, (str, os.PathLike)):
+        raise TypeError(f"cache_dir: expected a directory name (str or os.PathLike), got {type(cache_dir).__name__}")
+    if not str(path) or (cache_dir is not None and not str(cache_dir)):
+        raise ValueError("path and cache_dir must not be empty")
+    for name, value in (("force", force), ("verbose", verbose)):
+        if not isinstance(value, bool) and not (name == "verbose" and value is None):
+            raise TypeError(f"{name}: expected True or False, got {value!r}")
     if options is not None and not isinstance(options, BuildOptions):
         raise TypeError(f"options: expected a robodyn.BuildOptions, got {type(options).__name__} (the cache "
                         "directory is the keyword cache_dir=)")
@@ -50,23 +66,34 @@ def load(path, options: BuildOptions | None = None, *, cache_dir=None, force: bo
     if not force:
         started = time.perf_counter()
         data = cache.read_description(path)
-        found = cache.find(root, cache.cache_key(data, options))
+        key = cache.cache_key(data, options)
+        cache.tidy(root, key)
+        found = cache.find(root, key)
         if found is not None:
             entry, manifest = found
             module = cache.import_extension(entry.module_name, entry.module_path)
             if verbose:
-                print(f"[robodyn] cache hit: {entry.directory} ({(time.perf_counter() - started) * 1e3:.0f} ms)")
+                print(f"[robodyn] cache hit: {entry.directory} ({(time.perf_counter() - started) * 1e3:.0f} ms)",
+                      file=sys.stderr, flush=True)
             return Robot(module, source=Path(path), options=options, manifest=manifest, selfcheck=entry.selfcheck(),
                          cache_dir=root)
-    from codegen.pipeline import build
+    from codegen.pipeline import build, delayed_progress, stderr_writer
 
+    say = stderr_writer("[robodyn]")
+    progress = None
     if verbose is None:
-        print(f"[robodyn] building {path} (first use; cached in {root})", file=sys.stderr, flush=True)
-    built = build(path, options, cache_dir=root, force=force,
-                  progress=(lambda message: print(f"[codegen] {message}", flush=True)) if verbose else None)
+        say(f"building {path} (first use; cached in {root})")
+        progress = delayed_progress(stderr_writer())
+    elif verbose:
+        progress = stderr_writer()
+    try:
+        built = build(path, options, cache_dir=root, force=force, progress=progress,
+                      notice=None if verbose is False else say)
+    finally:
+        getattr(progress, "cancel", lambda: None)()
     if verbose is None:
-        print(f"[robodyn] built {built.entry.robot} in {built.timings.get('total_s', 0.0):.1f} s, self-check "
-              f"{'passed' if built.selfcheck.get('passed') else 'FAILED'}", file=sys.stderr, flush=True)
+        say(f"built {built.entry.robot} in {built.timings.get('total_s', 0.0):.1f} s, self-check "
+            f"{built.selfcheck.get('status', 'passed')}")
     module = cache.import_extension(built.entry.module_name, built.entry.module_path)
     return Robot(module, source=Path(path), options=options, manifest=built.manifest, selfcheck=built.selfcheck,
                  cache_dir=root)

@@ -3,7 +3,8 @@
     python -m robodyn demo ROBOT.yaml
     python -m robodyn simulate ROBOT.yaml --controller computed-torque --duration 5 --rate 1000 --json out.json
 
-Every subcommand takes the same model options as ``python -m codegen`` (robodyn.options).
+Every subcommand takes the same model, cache and output options (--quiet, --debug) as
+``python -m codegen`` (robodyn.options); exit statuses: robodyn.errors.EXIT_STATUS_HELP.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def _load(args):
     from .options import from_arguments
 
     return robodyn.load(args.description, from_arguments(args), cache_dir=args.cache_dir, force=args.force,
-                        verbose=not getattr(args, "quiet", False))
+                        verbose=False if args.quiet else None)
 
 
 def demo(args) -> int:
@@ -65,11 +66,13 @@ def demo(args) -> int:
         print(f"  {label:<44} {seconds * 1e6:7.3f} us  (includes the Python loop, ~15 ns)")
 
     checks = robot.selfcheck.get("checks", [])
-    print(f"\nself-check of the compiled module: {'passed' if robot.selfcheck.get('passed') else 'FAILED'}")
+    status = robot.selfcheck.get("status", "passed")
+    print(f"\nself-check of the compiled module: {status}" + (" (built with --no-selfcheck)" if status == "skipped"
+                                                               else ""))
     for check in checks:
         print(f"  {'ok ' if check['passed'] else 'BAD'} {check['name']:<40} {check['error']:.2e}"
               f" (tolerance {check['tolerance']:.0e})")
-    return 0 if robot.selfcheck.get("passed") else 1
+    return 3 if robot.selfcheck.get("passed") is False else 0
 
 
 def default_motion(robot, reference: str, duration: float, start: np.ndarray):
@@ -111,9 +114,11 @@ def _vector_option(text: str | None, n: int, option: str) -> np.ndarray | None:
     try:
         values = np.array([float(v) for v in text.split(",")])
     except ValueError:
-        raise SystemExit(f"error: {option} {text!r}: expected comma-separated numbers") from None
+        raise ValueError(f"{option} {text!r}: expected comma-separated numbers") from None
     if values.shape != (n,):
-        raise SystemExit(f"error: {option}: expected {n} values, got {values.shape[0]}")
+        raise ValueError(f"{option}: expected {n} values, got {values.shape[0]}")
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{option} {text!r}: the values must be finite")
     return values
 
 
@@ -125,11 +130,15 @@ def _check_output(path: str | None, option: str) -> None:
 
     if path is None:
         return
+    if not path.strip():
+        raise ValueError(f"{option}: empty file name")
     target = Path(path).absolute()
     if target.is_dir():
         raise ValueError(f"{option} {path}: is a directory")
+    if target.exists() and not os.access(target, os.W_OK):
+        raise ValueError(f"{option} {path}: the file is not writable")
     ancestor = target.parent
-    while not ancestor.exists():
+    while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         raise ValueError(f"{option} {path}: {ancestor} is not a directory")
@@ -175,10 +184,7 @@ def simulate_command(args) -> int:
     if args.json:
         from pathlib import Path
 
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.json, "w", encoding="utf-8") as stream:
-            json.dump(summary, stream, indent=2)
-            stream.write("\n")
+        _write_atomically(Path(args.json), json.dumps(summary, indent=2) + "\n")
     if args.plot:
         from .plotting import plot_trajectory
 
@@ -187,6 +193,24 @@ def simulate_command(args) -> int:
         if not args.quiet:
             print(f"plot written to {args.plot}")
     return 0
+
+
+def _write_atomically(path, text: str) -> None:
+    """Write ``path`` completely or not at all (a full disk leaves no truncated file)."""
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
 
 
 def _gains(controller) -> dict:
@@ -228,17 +252,19 @@ EPILOG = """examples:
 def main(argv: list[str] | None = None) -> int:
     from . import __version__
     from .control import BUILTIN
-    from .errors import CodegenError, report
+    from .errors import EXIT_STATUS_HELP, run_command
     from .options import add_arguments, from_arguments
     from .simulation import INTEGRATORS
 
-    parser = argparse.ArgumentParser(prog="python -m robodyn", description="robodyn runtime tools", epilog=EPILOG,
+    parser = argparse.ArgumentParser(prog="python -m robodyn", description="robodyn runtime tools",
+                                     epilog=EPILOG + "\n" + EXIT_STATUS_HELP,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"robodyn {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     demo_parser = commands.add_parser("demo", help="load (building if needed) a robot and show torques, timing "
                                                    "and the self-check",
-                                      epilog="example:\n  python -m robodyn demo robots/rr.yaml",
+                                      epilog="example:\n  python -m robodyn demo robots/rr.yaml\n\n"
+                                             + EXIT_STATUS_HELP,
                                       formatter_class=argparse.RawDescriptionHelpFormatter)
     demo_parser.add_argument("description", help="robot description (YAML or URDF), e.g. robots/rr.yaml")
     add_arguments(demo_parser)
@@ -246,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     sim = commands.add_parser("simulate", help="closed-loop simulation with a built-in controller; prints (and "
                                                "optionally saves) tracking error, energy drift and loop timing",
                               epilog="example:\n  python -m robodyn simulate robots/rrr.yaml --controller slotine-li "
-                                     "--duration 5 --json run.json",
+                                     "--duration 5 --json run.json\n\n" + EXIT_STATUS_HELP,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     sim.add_argument("description", help="robot description (YAML or URDF), e.g. robots/rr.yaml")
     sim.add_argument("--controller", choices=list(BUILTIN), default="computed-torque",
@@ -272,25 +298,23 @@ def main(argv: list[str] | None = None) -> int:
                      help="set a parameter of the controller's model only: a deliberately wrong model")
     sim.add_argument("--plot", metavar="FILE.png", help="save q, qd, qdd, tau and tracking error (needs matplotlib)")
     sim.add_argument("--json", metavar="FILE.json", help="write the summary as JSON")
-    sim.add_argument("--quiet", action="store_true", help="print nothing but errors")
     add_arguments(sim)
     args = parser.parse_args(argv)
     try:
         from_arguments(args)
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
-
-    try:
-        if args.command == "simulate":
-            if not (0 < args.duration < 1e7 and 0 < args.rate < 1e7 and args.substeps >= 1):
-                parser.error("--duration and --rate must be positive and finite and --substeps at least 1")
-            return simulate_command(args)
-        return demo(args)
-    except CodegenError as exc:
-        return report(exc)
-    except (ValueError, KeyError, TypeError, FloatingPointError, ImportError, MemoryError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    if args.command == "simulate":
+        if not (0 < args.duration <= 1e6 and 0 < args.rate <= 1e6 and args.duration * args.rate <= 1e8):
+            parser.error("--duration and --rate must be positive and finite, at most 1e6 each, and "
+                         "duration x rate at most 1e8 ticks")
+        if not 1 <= args.substeps <= 10000:
+            parser.error("--substeps must be between 1 and 10000")
+        if not 0 <= args.spin_us < 1e6:
+            parser.error("--spin-us must be at least 0 and finite")
+        if args.omega is not None and not 0 < args.omega < 1e9:
+            parser.error("--omega must be positive and finite")
+    return run_command(simulate_command if args.command == "simulate" else demo, args, debug=args.debug)
 
 
 if __name__ == "__main__":

@@ -16,17 +16,26 @@ key is a SHA-256 over everything the module depends on:
 * the toolchain: the C compiler (its command and ``--version``), Python's
   compile flags, Cython's version, NumPy's major version and the Python ABI.
 
-The manifest also records the module file's SHA-256, checked before every
-import: a truncated or overwritten module is rebuilt, never loaded (loading a
-damaged shared library crashes the interpreter).
+The manifest also records the module file's size and SHA-256, checked (size
+first, then hash) before every import: a truncated or overwritten module is
+rebuilt, never loaded (loading a damaged shared library crashes the
+interpreter). The module file it names must be the entry's own, a plain file
+inside the entry's directory.
 
 Entries are published by an atomic rename of a finished temporary directory, so
-a reader never sees a half-built module; an entry whose manifest is unreadable,
-whose key differs or whose module file is missing is not a hit.
+a reader never sees a half-built module. An entry whose manifest or self-check
+report is unreadable or inconsistent, whose key differs or whose module file is
+missing or damaged is not a hit: ``inspect`` says why, and the generator
+replaces it.
+
+Builds hold a per-key advisory lock (``lock``) in the cache root and work in
+``.tmp-<robot>-<key>-<pid>-*`` directories; every run (a cache hit too)
+removes temporaries whose process is gone (``tidy``), never those of a live one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.machinery
@@ -46,8 +55,9 @@ from pathlib import Path
 from ._version import __version__
 from .options import BuildOptions
 
-__all__ = ["MANIFEST", "SELFCHECK", "Entry", "default_root", "read_description", "key_inputs", "cache_key", "find", "import_extension",
-           "toolchain", "generator_fingerprint"]
+__all__ = ["MANIFEST", "SELFCHECK", "Entry", "default_root", "read_description", "key_inputs", "cache_key", "find",
+           "inspect", "import_extension", "toolchain", "generator_fingerprint", "lock", "tidy", "discard",
+           "writable_root", "remove_stale_temporaries"]
 
 MANIFEST = "manifest.json"
 SELFCHECK = "selfcheck.json"
@@ -55,13 +65,44 @@ _ENTRY_NAME = re.compile(r"^[a-z][a-z0-9_]*-[0-9a-f]{16}$")
 
 
 def default_root() -> Path:
-    """$ROBODYN_CACHE_DIR, else $XDG_CACHE_HOME/robodyn, else ~/.cache/robodyn."""
-    explicit = os.environ.get("ROBODYN_CACHE_DIR")
+    """$ROBODYN_CACHE_DIR (``~`` expanded), else $XDG_CACHE_HOME/robodyn, else ~/.cache/robodyn.
+
+    An empty variable counts as unset; a relative $XDG_CACHE_HOME is ignored (the XDG rule);
+    StorageError if there is no home directory to fall back on."""
+    from .errors import StorageError
+
+    explicit = os.environ.get("ROBODYN_CACHE_DIR", "").strip()
     if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "robodyn"
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "robodyn"
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError, OSError):
+        home = None
+    if home is None or not str(home).strip() or not home.is_absolute():
+        raise StorageError("no cache directory: $HOME is not set and no $ROBODYN_CACHE_DIR or absolute "
+                           "$XDG_CACHE_HOME is given; pass --cache-dir (cache_dir=)")
+    return home / ".cache" / "robodyn"
+
+
+def writable_root(root: Path) -> Path:
+    """``root`` as a directory robodyn can build in (created if missing); StorageError saying why not."""
+    from .errors import StorageError
+
+    root = Path(root)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise StorageError(f"cache directory {root}: exists and is not a directory") from None
+    except OSError as exc:
+        raise StorageError(f"cannot create the cache directory {root}: {exc.strerror}") from None
+    if not root.is_dir():
+        raise StorageError(f"cache directory {root}: is not a directory")
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise StorageError(f"cache directory {root}: not writable (permission denied)")
+    return root
 
 
 def ext_suffix() -> str:
@@ -158,29 +199,79 @@ class Entry:
         return f".tmp-{self.robot}-{self.key[:16]}-"
 
     def manifest(self) -> dict | None:
-        """The parsed manifest if this entry is complete and consistent, else None. The module file
-        must be the one the build published (its SHA-256): importing a truncated or overwritten
-        shared library would crash the interpreter instead of raising."""
-        try:
-            manifest = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
-            return None
-        if (not isinstance(manifest, dict) or manifest.get("key") != self.key
-                or manifest.get("module_file") != self.module_path.name or not self.module_path.is_file()):
-            return None
-        try:
-            if manifest.get("module_sha256") != file_sha256(self.module_path):
-                return None
-        except OSError:
-            return None
+        """The parsed manifest if this entry is complete and consistent, else None (see ``inspect``)."""
+        manifest, _ = self.inspect()
         return manifest
 
-    def selfcheck(self) -> dict:
+    def inspect(self) -> tuple[dict | None, str | None]:
+        """(manifest, None) for a complete, consistent entry, else (None, why not). The module file
+        must be the one the build published (its size, then its SHA-256): importing a truncated or
+        overwritten shared library would crash the interpreter instead of raising."""
+        manifest = _read_json(self.manifest_path)
+        if isinstance(manifest, str):
+            return None, f"{MANIFEST}: {manifest}"
+        if manifest.get("key") != self.key:
+            return None, f"{MANIFEST}: key differs"
+        name = manifest.get("module_file")
+        if not isinstance(name, str) or name != self.module_path.name or os.sep in name or name in (".", ".."):
+            return None, f"{MANIFEST}: module_file {name!r} is not this entry's module"
         try:
-            value = json.loads((self.directory / SELFCHECK).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
-            return {}
-        return value if isinstance(value, dict) else {}
+            size = os.lstat(self.module_path)
+        except OSError as exc:
+            return None, f"module {name}: {exc.strerror}"
+        import stat
+
+        if not stat.S_ISREG(size.st_mode):
+            return None, f"module {name}: not a regular file"
+        expected_size = manifest.get("module_size")
+        if isinstance(expected_size, bool) or not isinstance(expected_size, int):
+            return None, f"{MANIFEST}: no module_size"
+        if size.st_size != expected_size:
+            return None, f"module {name}: {size.st_size} bytes, {expected_size} expected"
+        try:
+            digest = file_sha256(self.module_path)
+        except OSError as exc:
+            return None, f"module {name}: {exc.strerror}"
+        if manifest.get("module_sha256") != digest:
+            return None, f"module {name}: SHA-256 differs"
+        selfcheck = _read_json(self.directory / SELFCHECK)
+        if isinstance(selfcheck, str):
+            return None, f"{SELFCHECK}: {selfcheck}"
+        status = selfcheck_status(selfcheck)
+        if status is None or status != manifest.get("selfcheck", status) or status == "failed":
+            return None, f"{SELFCHECK}: inconsistent"
+        return manifest, None
+
+    def selfcheck(self) -> dict:
+        value = _read_json(self.directory / SELFCHECK)
+        return {} if isinstance(value, str) else value
+
+
+def selfcheck_status(report: dict) -> str | None:
+    """"passed", "skipped" (built with selfcheck=False), "failed", or None for a malformed report."""
+    if report.get("status") == "skipped" and report.get("passed") is None:
+        return "skipped"
+    checks, passed = report.get("checks"), report.get("passed")
+    if not isinstance(checks, list) or not isinstance(passed, bool) or not all(
+            isinstance(c, dict) and isinstance(c.get("passed"), bool) for c in checks):
+        return None
+    if passed != all(c["passed"] for c in checks) or report.get("status", "passed" if passed else "failed") != (
+            "passed" if passed else "failed"):
+        return None
+    return "passed" if passed else "failed"
+
+
+def _read_json(path: Path) -> dict | str:
+    """The JSON object in ``path``, or a short reason why there is none."""
+    try:
+        value = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return "not valid JSON"
+    return value if isinstance(value, dict) else "not a JSON object"
 
 
 def file_sha256(path: Path) -> str:
@@ -207,18 +298,109 @@ def read_description(path) -> bytes:
 
 def find(root: Path, key: str) -> tuple[Entry, dict] | None:
     """The complete entry for ``key`` under ``root`` and its manifest, or None."""
+    return inspect(root, key)[0]
+
+
+def inspect(root: Path, key: str) -> tuple[tuple[Entry, dict] | None, list[tuple[Entry, str]]]:
+    """(the complete entry for ``key`` and its manifest, or None; the damaged entries of ``key``, each
+    with the reason)."""
     try:
-        candidates = sorted(root.glob(f"*-{key[:16]}")) if root.is_dir() else []
+        candidates = sorted(Path(root).glob(f"*-{key[:16]}")) if Path(root).is_dir() else []
     except OSError:
-        return None
+        return None, []
+    damaged = []
     for directory in candidates:
-        if not _ENTRY_NAME.match(directory.name):
+        if not _ENTRY_NAME.match(directory.name) or not directory.is_dir():
             continue
-        entry = Entry(root, directory.name[:-17], key)
-        manifest = entry.manifest()
+        entry = Entry(Path(root), directory.name[:-17], key)
+        manifest, problem = entry.inspect()
         if manifest is not None:
-            return entry, manifest
-    return None
+            return (entry, manifest), damaged
+        damaged.append((entry, problem))
+    return None, damaged
+
+
+def discard(entry: Entry) -> None:
+    """Remove a damaged entry (hold its key's lock): renamed aside first, so no reader sees it half-removed."""
+    aside = entry.root / f"{entry.temporary_prefix()}{os.getpid()}-discarded"
+    try:
+        os.rename(entry.directory, aside)
+    except OSError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
+
+
+def remove_stale_temporaries(root: Path) -> list[Path]:
+    """Delete build directories (``.tmp-<robot>-<key>-<pid>-*``) whose process no longer exists; a live
+    process's directory is never touched. Returns what was removed."""
+    removed = []
+    try:
+        candidates = list(Path(root).glob(".tmp-*"))
+    except OSError:
+        return removed
+    for directory in candidates:
+        parts = directory.name.split("-")
+        try:
+            pid = int(parts[-2])
+        except (ValueError, IndexError):
+            continue
+        if pid > 0 and pid != os.getpid() and not _pid_alive(pid):
+            shutil.rmtree(directory, ignore_errors=True)
+            removed.append(directory)
+    return removed
+
+
+@contextlib.contextmanager
+def lock(root: Path, key: str, blocking: bool = True):
+    """One build of a key at a time across processes: an advisory lock on ``<root>/.lock-<key[:16]>``
+    (the file stays; flock releases with its holder, so a lock file is never stale). Yields True when
+    held; with ``blocking=False`` yields False at once if another process holds it. StorageError if
+    the lock file cannot be created."""
+    from .errors import StorageError
+
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock, concurrent builds stay correct
+        yield True
+        return
+    try:
+        handle = open(Path(root) / f".lock-{key[:16]}", "a")
+    except OSError as exc:
+        raise StorageError(f"cannot write to the cache directory {root}: {exc.strerror}") from None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def tidy(root: Path, key: str) -> None:
+    """Best effort, for every run (a cache hit too): under ``key``'s lock, if it is free at once, remove
+    stale temporaries. A cache that is missing or read-only is left alone."""
+    root = Path(root)
+    try:
+        if not root.is_dir() or not os.access(root, os.W_OK | os.X_OK) or not any(root.glob(".tmp-*")):
+            return
+        with lock(root, key, blocking=False) as held:
+            if held:
+                remove_stale_temporaries(root)
+    except Exception:  # noqa: BLE001 - tidying must never fail a load
+        return
 
 
 def import_extension(module_name: str, module_path: Path, fresh: bool = False):

@@ -127,14 +127,89 @@ class SelfCheckError(BuildError):
     """The compiled module failed its post-build self-check."""
 
 
-def report(error: CodegenError) -> int:
-    """Print a command-line message for ``error``; return the exit status.
+class StorageError(CodegenError):
+    """A file or directory robodyn must write or read cannot be used: the cache directory (missing
+    permissions, a file in its place, no home directory), or the disk filled up during a build.
+    Nothing half-written is left behind."""
 
-    1: invalid description, 3: build or self-check failure (2 is argparse's usage error)."""
+
+#: Exit statuses of ``python -m codegen`` and ``python -m robodyn`` (also in their --help and the README).
+EXIT_OK = 0
+EXIT_INPUT = 1        # invalid description, parameter or state; unusable --json/--plot destination
+EXIT_USAGE = 2        # bad command line (argparse)
+EXIT_BUILD = 3        # compiling or the self-check failed
+EXIT_ENVIRONMENT = 4  # cache directory or environment unusable, disk full
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+
+EXIT_STATUS_HELP = """exit status:
+  0    success
+  1    invalid input: robot description, parameter (--set), state (--q0), a simulation that diverged
+       with them, or an unusable output file (--json, --plot)
+  2    bad command line
+  3    build failure: the compiler or Cython failed, the compiled module failed its self-check
+       (or an internal error: please report it with the output of --debug)
+  4    environment: the cache directory cannot be created or written (--cache-dir, $ROBODYN_CACHE_DIR,
+       $XDG_CACHE_HOME, $HOME), no space left on the device, out of memory
+  130  interrupted (Ctrl-C); the cache is left as it was
+Errors are printed as one line (a description lists all its problems) without a Python traceback;
+--debug adds the traceback."""
+
+
+def report(error: BaseException) -> int:
+    """Print a command-line message for ``error`` on stderr; return the exit status (EXIT_*)."""
     import sys
 
+    if isinstance(error, KeyboardInterrupt):
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if isinstance(error, DescriptionError):
         print(f"error: {error}", file=sys.stderr)
-        return 1
-    print(f"build failed: {error}", file=sys.stderr)
-    return 3
+        return EXIT_INPUT
+    if isinstance(error, StorageError):
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    if isinstance(error, BuildError):
+        print(f"build failed: {error}", file=sys.stderr)
+        return EXIT_BUILD
+    if isinstance(error, OSError):
+        where = f" {error.filename}" if error.filename else ""
+        print(f"error:{where}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    if isinstance(error, MemoryError):
+        print(f"error: out of memory {error}".rstrip(), file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    message = error.args[0] if isinstance(error, KeyError) and error.args else error
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_INPUT
+
+
+def format_warning(message, category, filename, lineno, file=None, line=None) -> str:
+    """One line per warning on the command line: ``warning: file:line: field: message`` for a
+    DescriptionWarning (its text), ``warning: message`` for any other."""
+    return f"warning: {message}\n"
+
+
+def run_command(function, *args, debug: bool = False) -> int:
+    """Run a command-line action: its return value is the exit status; every failure becomes one
+    line on stderr and a documented status (see EXIT_STATUS_HELP), or a traceback too with ``debug``.
+    Warnings print as one line each."""
+    import sys
+    import traceback
+    import warnings
+
+    warnings.formatwarning = format_warning
+    try:
+        return function(*args)
+    except SystemExit:
+        raise
+    except (KeyboardInterrupt, CodegenError, OSError, ValueError, TypeError, KeyError, ArithmeticError,
+            MemoryError, ImportError) as error:
+        if debug:
+            traceback.print_exc()
+        return report(error)
+    except Exception:  # a bug: the traceback is what a report needs
+        if debug:
+            raise
+        print("internal error (a bug in robodyn; run again with --debug for the traceback):", file=sys.stderr)
+        print(f"  {traceback.format_exc().strip().splitlines()[-1]}", file=sys.stderr)
+        return EXIT_BUILD

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Mapping
 
 __all__ = ["BuildOptions", "METHODS", "FORWARD_METHODS", "add_arguments", "from_arguments", "parse_assignments",
-           "cache_arguments"]
+           "cache_arguments", "output_arguments"]
 
 #: Derivation routes: closed forms by Euler-Lagrange, or recursive algorithms; "auto" picks by size.
 METHODS = ("auto", "lagrange", "recursive")
@@ -207,6 +207,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         else:
             group.add_argument(meta["flag"], dest=spec.name, default=spec.default, help=meta["help"], **extra)
     cache_arguments(parser)
+    output_arguments(parser)
+
+
+def output_arguments(parser: argparse.ArgumentParser) -> None:
+    """--quiet and --debug (every command has them)."""
+    group = parser.add_argument_group("output")
+    group.add_argument("--quiet", action="store_true",
+                       help="no progress or report: only errors, warnings and the result (status 0 means success)")
+    group.add_argument("--debug", action="store_true",
+                       help="on an error, also print the Python traceback (for bug reports)")
 
 
 def cache_arguments(parser: argparse.ArgumentParser) -> None:

@@ -121,13 +121,18 @@ class SimulatedPlant:
 
     def __init__(self, robot, period: float, q0=None, qd0=None, *, integrator: str = "rk4", substeps: int = 1,
                  disturbance=None, wrench=None, rtol: float = 1e-9, atol: float = 1e-11):
-        if not (period > 0.0 and math.isfinite(period)):
-            raise ValueError(f"period must be positive, got {period}")
-        if integrator not in INTEGRATORS and integrator not in _ivp_methods():
+        if (isinstance(period, bool) or not isinstance(period, (int, float, np.integer, np.floating))
+                or not 0.0 < period <= MAX_PERIOD):
+            raise ValueError(f"period must be a positive number of seconds, at most {MAX_PERIOD:g}, got {period!r}")
+        if not isinstance(integrator, str) or (integrator not in INTEGRATORS and integrator not in _ivp_methods()):
             raise ValueError(f"unknown integrator {integrator!r}; expected one of {', '.join(INTEGRATORS)} "
                              f"or a solve_ivp method ({', '.join(_ivp_methods())})")
-        if int(substeps) != substeps or substeps < 1:
-            raise ValueError(f"substeps must be a positive integer, got {substeps}")
+        if (isinstance(substeps, bool) or not isinstance(substeps, (int, np.integer))
+                or not 1 <= substeps <= MAX_SUBSTEPS):
+            raise ValueError(f"substeps must be an integer from 1 to {MAX_SUBSTEPS}, got {substeps!r}")
+        for name, value in (("rtol", rtol), ("atol", atol)):
+            if not (isinstance(value, (int, float, np.floating)) and 0.0 < value < 1.0):
+                raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
         self.robot = robot
         self.n = robot.n
         self.period = float(period)
@@ -186,8 +191,15 @@ class SimulatedPlant:
         from scipy.integrate import solve_ivp
 
         n, fd = self.n, self.robot.forward_dynamics
+        calls = 0
 
         def rhs(_t, y):
+            nonlocal calls
+            calls += 1
+            if calls > MAX_IVP_EVALUATIONS:  # an adaptive method creeping over a huge period: stop, do not hang
+                raise FloatingPointError(f"solve_ivp ({self.integrator}) needed more than {MAX_IVP_EVALUATIONS} "
+                                         f"evaluations in one period of {self.period:g} s at t = {start:g} s; "
+                                         "use a shorter period or a compiled integrator")
             return np.concatenate((y[n:], fd(np.ascontiguousarray(y[:n]), np.ascontiguousarray(y[n:]), tau, h)))
 
         start = self.t
@@ -197,6 +209,14 @@ class SimulatedPlant:
             raise FloatingPointError(f"solve_ivp ({self.integrator}) failed at t = {start:g} s: {result.message}")
         self.q[:] = result.y[:n, -1]
         self.qd[:] = result.y[n:, -1]
+
+
+#: Bounds that keep every run finite: a control period of at most a day, at most 10^4 integration steps
+#: per period, at most 10^5 right-hand sides per period for solve_ivp, at most 10^9 ticks per run.
+MAX_PERIOD = 86400.0
+MAX_SUBSTEPS = 10_000
+MAX_IVP_EVALUATIONS = 100_000
+MAX_TICKS = 1_000_000_000
 
 
 def _ivp_methods() -> tuple[str, ...]:
@@ -315,8 +335,9 @@ class Harness:
     """Runs a plant and a controller at a fixed control rate (Hz)."""
 
     def __init__(self, plant: Plant, controller: Controller | Callable, rate: float):
-        if not (rate > 0.0 and math.isfinite(rate)):
-            raise ValueError(f"rate must be positive, got {rate}")
+        if (isinstance(rate, bool) or not isinstance(rate, (int, float, np.integer, np.floating))
+                or not (rate > 0.0 and math.isfinite(rate))):
+            raise ValueError(f"rate must be a positive, finite number of Hz, got {rate!r}")
         if not isinstance(controller, Controller):
             controller = FunctionController(controller)
         self.plant = plant
@@ -336,14 +357,19 @@ class Harness:
         a sleeping thread wakes 50-100 us late here (and with cold caches), so spinning trades
         CPU time for jitter. ``spin=0`` only sleeps.
         """
+        if not isinstance(realtime, (bool, np.bool_)):
+            raise TypeError(f"realtime: expected True or False, got {realtime!r}")
         if realtime and not 0.0 <= spin < self.period:
             raise ValueError(f"spin must be in [0, period), got {spin}")
         if ticks is None:
-            if duration is None or not (duration >= 0.0 and math.isfinite(duration)):
-                raise ValueError("give a finite, non-negative duration or a number of ticks")
+            if (isinstance(duration, bool) or not isinstance(duration, (int, float, np.integer, np.floating))
+                    or not (duration >= 0.0 and math.isfinite(duration))):
+                raise ValueError(f"give a finite, non-negative duration or a number of ticks, got {duration!r}")
+            if duration * self.rate > MAX_TICKS:
+                raise ValueError(f"duration {duration:g} s at {self.rate:g} Hz is more than {MAX_TICKS} ticks")
             ticks = int(round(duration * self.rate))
-        if ticks < 0:
-            raise ValueError("ticks must be non-negative")
+        if isinstance(ticks, bool) or not isinstance(ticks, (int, np.integer)) or not 0 <= ticks <= MAX_TICKS:
+            raise ValueError(f"ticks must be an integer from 0 to {MAX_TICKS}, got {ticks!r}")
         plant, controller = self.plant, self.controller
         if isinstance(plant, SimulatedPlant):
             if plant.tick != 0:
