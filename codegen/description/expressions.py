@@ -15,9 +15,9 @@ never reaches ``eval``, ``exec`` or ``sympify``.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Callable, Mapping
 
 import sympy as sp
@@ -34,7 +34,10 @@ CONSTANTS: dict[str, sp.Expr] = {"pi": sp.pi}
 MAX_LENGTH = 500
 MAX_DEPTH = 50
 MAX_EXPONENT = 16  # exact integer powers grow fast: 9^9^9 would take hours
-MAX_LITERAL = 1e100
+MAX_ORDER = 100  # literals: magnitudes from 1e-100 to 1e100
+MAX_DIGITS = 60  # digits of a literal (a double needs 17)
+MAX_EXPONENT_DIGITS = 4
+MAX_RESULT_ORDER = 300  # every constant an expression builds stays within a double's range, 1e-300..1e300
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
@@ -72,13 +75,55 @@ def _tokenize(text: str) -> list[_Token]:
     return tokens
 
 
+_LITERAL = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?")
+
+
+def _order_of_rational(value: sp.Rational) -> float:
+    """log10 |value| within about 0.31, from bit lengths (no big-number division or float overflow)."""
+    return (abs(value.p).bit_length() - value.q.bit_length()) * _LOG10_2
+
+
+_LOG10_2 = math.log10(2)
+
+
+def _order(value: sp.Expr) -> float | None:
+    """log10 |value| of a constant (None for 0 or an expression with parameters), from a 15-digit
+    evaluation whose exponent cannot overflow (SymPy floats have arbitrary exponents)."""
+    if value.free_symbols:
+        return None
+    if isinstance(value, sp.Rational):
+        return None if value == 0 else _order_of_rational(value)
+    number = sp.Abs(value).evalf(15)
+    if not number.is_Number or number == 0:
+        return None
+    return float(sp.log(number, 10).evalf(15))
+
+
 def parse_number_literal(text: str) -> sp.Rational:
-    """Exact rational value of a decimal literal such as ``0.1`` or ``1e-3``."""
-    magnitude = abs(float(text))
-    if magnitude > MAX_LITERAL or (magnitude != 0.0 and magnitude < 1.0 / MAX_LITERAL):
-        raise ExpressionError(f"number {text} is out of range (magnitudes from 1e-100 to 1e100)")
-    frac = Fraction(text)
-    return sp.Rational(frac.numerator, frac.denominator)
+    """Exact rational value of a decimal literal such as ``0.1`` or ``1e-3``.
+
+    Its size is checked on the text before any exact arithmetic (``1e-999999999`` would otherwise build
+    a billion-digit denominator): at most ``MAX_DIGITS`` digits, a nonzero magnitude from 1e-100 to
+    1e100, an exponent of at most ``MAX_EXPONENT_DIGITS`` digits (even for zero)."""
+    match = _LITERAL.fullmatch(text.strip())
+    if match is None or not (match.group(2) or match.group(3)):
+        raise ExpressionError(f"{text[:40]!r} is not a decimal number")
+    sign, whole, fraction, exponent = match.group(1), match.group(2), match.group(3) or "", match.group(4) or "0"
+    shown = text if len(text) <= 40 else text[:20] + "..." + text[-10:]
+    if len(whole) + len(fraction) > MAX_DIGITS:
+        raise ExpressionError(f"number {shown} has {len(whole) + len(fraction)} digits (at most {MAX_DIGITS})")
+    if len(exponent.lstrip("+-").lstrip("0")) > MAX_EXPONENT_DIGITS:
+        raise ExpressionError(f"number {shown} is out of range (magnitudes from 1e-100 to 1e100)")
+    digits = (whole + fraction).lstrip("0")
+    if not digits:
+        return sp.Integer(0)
+    # The decimal order of the leading digit: 1234.5 -> 3, 0.0012 -> -3.
+    order = int(exponent) + len(whole.lstrip("0")) - 1 if whole.lstrip("0") \
+        else int(exponent) - (len(fraction) - len(fraction.lstrip("0"))) - 1
+    if order > MAX_ORDER or order < -MAX_ORDER or (order == MAX_ORDER and digits.rstrip("0") != "1"):
+        raise ExpressionError(f"number {shown} is out of range (magnitudes from 1e-100 to 1e100)")
+    value = sp.Rational(int(whole + fraction), 10 ** len(fraction)) * sp.Integer(10) ** int(exponent)
+    return -value if sign == "-" else value
 
 
 class _Parser:
@@ -115,9 +160,10 @@ class _Parser:
             raise ExpressionError("expression is nested too deeply")
         value = self.term()
         while self.peek().text in ("+", "-"):
-            op = self.take().text
+            token = self.take()
+            op = token.text
             rhs = self.term()
-            value = value + rhs if op == "+" else value - rhs
+            value = self.bounded(value + rhs if op == "+" else value - rhs, token)
         self.depth -= 1
         return value
 
@@ -129,9 +175,9 @@ class _Parser:
             if token.text == "/":
                 if rhs == 0:
                     raise ExpressionError(f"division by zero at column {token.column}")
-                value = value / rhs
+                value = self.bounded(value / rhs, token)
             else:
-                value = value * rhs
+                value = self.bounded(value * rhs, token)
         return value
 
     def unary(self) -> sp.Expr:
@@ -155,8 +201,25 @@ class _Parser:
                     or abs(float(exponent)) > MAX_EXPONENT:
                 raise ExpressionError(f"the exponent at column {token.column} must be a constant between "
                                       f"-{MAX_EXPONENT} and {MAX_EXPONENT}")
-            return base ** exponent
+            if base == 0 and float(exponent) <= 0:
+                raise ExpressionError(f"0 raised to a power <= 0 at column {token.column}")
+            # Towers such as ((9^16)^16)^16: estimate the power's size before computing it exactly.
+            order = _order(base)
+            if order is not None and abs(order * float(exponent)) > MAX_RESULT_ORDER + 1:
+                raise ExpressionError(f"the power at column {token.column} is about 1e{order * float(exponent):.0f}; "
+                                      f"constants must stay between 1e-{MAX_RESULT_ORDER} and 1e{MAX_RESULT_ORDER}")
+            return self.bounded(base ** exponent, token)
         return base
+
+    @staticmethod
+    def bounded(value: sp.Expr, token: _Token) -> sp.Expr:
+        """``value``, after checking that every rational constant in it is within a double's range."""
+        for number in value.atoms(sp.Rational):
+            if number != 0 and abs(_order_of_rational(number)) > MAX_RESULT_ORDER + 1:
+                raise ExpressionError(f"the result at column {token.column} has a constant of about "
+                                      f"1e{_order_of_rational(number):.0f}; constants must stay between "
+                                      f"1e-{MAX_RESULT_ORDER} and 1e{MAX_RESULT_ORDER}")
+        return value
 
     def atom(self) -> sp.Expr:
         token = self.take()

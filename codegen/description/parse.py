@@ -17,10 +17,10 @@ import numpy as np
 import sympy as sp
 
 from .. import geometry
-from ..errors import DescriptionError
+from ..errors import DescriptionError, DescriptionErrors
 from .expressions import CONSTANTS, FUNCTIONS, ExpressionError, parse_expression, parse_number_literal
 from .model import Inertial, Joint, Limits, Parameter, RobotDescription, Rotor
-from .yaml_source import Located, load_yaml
+from .yaml_source import Located, check_size, load_yaml
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ROBOT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
@@ -65,17 +65,19 @@ class _Node:
         return f"{self.field}.{key}" if self.field else str(key)
 
     def mapping(self, allowed: set[str], required: tuple[str, ...] = ()) -> "_Node":
+        """This node, checked to be a mapping; every unknown key and missing field is reported at once."""
         if not isinstance(self.value, dict):
             raise self.error(f"expected a mapping with keys {sorted(allowed)}, got {_describe(self.value)}")
+        errors = []
         for key in self.value:
             if key not in allowed:
                 child = self.located.children[key]
                 hint = _closest(key, allowed)
-                raise DescriptionError(self.ctx.path, child.line, self.child_field(key),
-                                       f"unknown key{hint}; allowed keys: {', '.join(sorted(allowed))}")
-        for key in required:
-            if key not in self.value:
-                raise self.error(f"missing required field '{key}'")
+                errors.append(DescriptionError(self.ctx.path, child.line, self.child_field(key),
+                                               f"unknown key{hint}; allowed keys: {', '.join(sorted(allowed))}"))
+        errors += [self.error(f"missing required field '{key}'") for key in required if key not in self.value]
+        if errors:
+            raise DescriptionError.combine(errors)
         return self
 
     def has(self, key: str) -> bool:
@@ -104,18 +106,25 @@ class _Node:
         value = self.value
         if isinstance(value, bool) or value is None:
             raise self.error(f"expected a number or an expression, got {_describe(value)}")
-        if isinstance(value, int):
-            return sp.Integer(value)
-        if isinstance(value, float):
-            if not math.isfinite(value):
-                raise self.error("value must be finite")
-            return parse_number_literal(repr(value))
+        if isinstance(value, (int, float)):
+            return self.literal()
         if isinstance(value, str):
             try:
                 return parse_expression(value, self.ctx.symbols)
             except ExpressionError as exc:
-                raise self.error(f"invalid expression {value!r}: {exc}") from None
+                shown = value if len(value) <= 60 else value[:40] + "..." + value[-10:]
+                raise self.error(f"invalid expression {shown!r}: {exc}") from None
         raise self.error(f"expected a number or an expression, got {_describe(value)}")
+
+    def literal(self) -> sp.Rational:
+        """The exact value of a YAML integer or float, within the range of ``parse_number_literal``."""
+        value = self.value
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.error("value must be finite")
+        try:
+            return parse_number_literal(repr(value))
+        except ExpressionError as exc:
+            raise self.error(str(exc)) from None
 
     def constant(self) -> sp.Expr:
         """An expression that must not depend on parameters."""
@@ -130,15 +139,19 @@ class _Node:
 
     def numeric(self, expr: sp.Expr) -> float:
         """Value of ``expr`` at the parameter defaults (for physical checks)."""
-        value = complex(sp.N(expr.xreplace(self.ctx.defaults), 30))
+        try:
+            value = complex(sp.N(expr.xreplace(self.ctx.defaults), 30))
+        except (TypeError, ValueError, OverflowError):  # zoo, nan, a value beyond a double
+            value = complex(math.nan)
         if abs(value.imag) > 1e-12 * max(1.0, abs(value.real)) or not math.isfinite(value.real):
             raise self.error(f"does not evaluate to a finite real number at the parameter defaults (got {value})")
         return value.real
 
 
 class _Context:
-    def __init__(self, path: str):
+    def __init__(self, path: str, accept_invalid_inertia: bool = False):
         self.path = path
+        self.accept_invalid_inertia = accept_invalid_inertia
         self.symbols: dict[str, sp.Symbol] = {}
         self.defaults: dict[sp.Symbol, float] = {}
 
@@ -171,7 +184,9 @@ def _check_identifier(node: _Node, what: str) -> str:
     return name
 
 
-def _parse_parameters(root: _Node, ctx: _Context) -> tuple[Parameter, ...]:
+def _parse_parameters(root: _Node, ctx: _Context, problems: DescriptionErrors) -> tuple[Parameter, ...]:
+    """Each parameter is checked on its own; one with a bad default still gets its symbol (default 1),
+    so that the expressions using it are not reported as well."""
     if not root.has("parameters"):
         return ()
     node = root.get("parameters")
@@ -181,17 +196,19 @@ def _parse_parameters(root: _Node, ctx: _Context) -> tuple[Parameter, ...]:
         raise node.error(f"expected a mapping of parameter names to default values, got {_describe(node.value)}")
     parameters = []
     for key, child in node.items():
-        key_node = _Node(Located(key, child.line), child.field, ctx)
-        name = _check_identifier(key_node, "parameter name")
-        value = child.value
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise child.error(f"a parameter default must be a number, got {_describe(value)}")
-        if not math.isfinite(float(value)):
-            raise child.error("a parameter default must be finite")
-        symbol = sp.Symbol(name, real=True)
-        parameters.append(Parameter(name, float(value), symbol))
-        ctx.symbols[name] = symbol
-        ctx.defaults[symbol] = float(value)
+        with problems.section():
+            key_node = _Node(Located(key, child.line), child.field, ctx)
+            name = _check_identifier(key_node, "parameter name")
+            symbol = ctx.symbols[name] = sp.Symbol(name, real=True)
+            ctx.defaults[symbol] = 1.0
+            value = child.value
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise child.error(f"a parameter default must be a number, got {_describe(value)}")
+            if isinstance(value, float) and not math.isfinite(value):
+                raise child.error("a parameter default must be finite")
+            default = float(child.literal())
+            parameters.append(Parameter(name, default, symbol))
+            ctx.defaults[symbol] = default
     return tuple(parameters)
 
 
@@ -205,8 +222,9 @@ def _parse_origin(node: _Node) -> sp.Matrix:
 def _parse_axis(node: _Node) -> sp.ImmutableMatrix:
     components = [child.constant() for child in node.sequence(3)]
     norm_squared = sum(c**2 for c in components)
-    if abs(node.numeric(norm_squared)) < 1e-12:
-        raise node.error("axis must not be the zero vector")
+    length = math.sqrt(abs(node.numeric(norm_squared)))
+    if length < 1e-6:
+        raise node.error("axis must not be the zero vector" + (f" (its length is {length:.3g})" if length else ""))
     norm = sp.sqrt(norm_squared)
     return sp.ImmutableMatrix([sp.nsimplify(c / norm) if c.is_Float else sp.simplify(c / norm) for c in components])
 
@@ -235,22 +253,24 @@ def _parse_inertial(node: _Node) -> tuple[str | None, Inertial]:
     return name, Inertial(mass, com, sp.ImmutableMatrix(inertia), planar)
 
 
-def _check_inertia(node: _Node, inertia: sp.Matrix, planar: bool) -> None:
+def _check_inertia(node: _Node, inertia: sp.Matrix, planar: bool, mass: float | None = None) -> None:
+    """The tensor (at the parameter defaults) must be physically possible within the tolerance of
+    ``physical.check_mass_properties``; with ``accept_invalid_inertia`` (set on the parse context)
+    an impossible one is accepted with a DescriptionWarning."""
+    import warnings
+
+    from ..errors import DescriptionWarning
+    from .physical import check_mass_properties, describe_violations
+
     values = np.array([[node.numeric(inertia[i, j]) for j in range(3)] for i in range(3)])
-    scale = max(1.0, float(np.abs(values).max()))
-    if planar:
-        if values[2, 2] < -TOLERANCE * scale:
-            raise node.error(f"zz must not be negative (got {values[2, 2]:g} at the parameter defaults)")
+    violations = check_mass_properties(mass, values, planar)
+    if not violations:
         return
-    eigenvalues = np.linalg.eigvalsh(values)
-    if eigenvalues[0] < -1e-9 * scale:
-        raise node.error("inertia tensor is not positive semi-definite "
-                         f"(principal moments {', '.join(f'{e:g}' for e in eigenvalues)})")
-    a, b, c = eigenvalues
-    for first, second, third in ((a, b, c), (b, c, a), (c, a, b)):
-        if first + second < third - 1e-9 * scale:
-            raise node.error("inertia tensor violates the triangle inequality: principal moments "
-                             f"{a:g}, {b:g}, {c:g} cannot belong to a real body (each must be <= the sum of the other two)")
+    message = describe_violations(violations)
+    if not getattr(node.ctx, "accept_invalid_inertia", False):
+        raise node.error(message + " (--accept-invalid-inertia accepts it with a warning)")
+    warnings.warn(DescriptionWarning(node.ctx.path, node.line, node.field,
+                                     message + "; accepted (accept_invalid_inertia)"), stacklevel=2)
 
 
 def _parse_rotor(node: _Node, joint_axis: sp.ImmutableMatrix) -> Rotor:
@@ -283,81 +303,106 @@ def _optional_float(node: _Node, key: str) -> float | None:
     return child.numeric(child.expression())
 
 
-def _parse_joint(node: _Node, index: int, names: dict[str, int], link_names: dict[str, int]) -> Joint:
-    node.mapping(JOINT_KEYS, required=("name", "type", "link"))
-    name_node = node.get("name")
-    name = _check_identifier(name_node, "joint name")
-    if name in names:
-        raise name_node.error(f"duplicate joint name {name!r} (first used by joints[{names[name]}])")
+def _parse_joint(node: _Node, index: int, names: dict[str, int], link_names: dict[str, int],
+                 problems: DescriptionErrors) -> Joint | None:
+    """The joint, or None after recording its problems (each part of it is checked on its own)."""
+    before = len(problems.errors)
+    with problems.section():
+        node.mapping(JOINT_KEYS, required=("name", "type", "link"))
+    if not isinstance(node.value, dict):
+        return None
+    name = kind = None
+    with problems.section():
+        if node.has("name"):
+            name_node = node.get("name")
+            name = _check_identifier(name_node, "joint name")
+            if name in names:
+                raise name_node.error(f"duplicate joint name {name!r} (first used by joints[{names[name]}])")
     parent = index - 1
-    if node.has("parent"):
-        # Kinematic trees: the parent is an earlier joint (its link) or a link name, or "base".
-        parent_node = node.get("parent")
-        parent_name = parent_node.string()
-        if parent_name == "base":
-            parent = -1
-        elif parent_name in names:
-            parent = names[parent_name]
-        elif parent_name in link_names:
-            parent = link_names[parent_name]
+    with problems.section():
+        if node.has("parent"):
+            # Kinematic trees: the parent is an earlier joint (its link) or a link name, or "base".
+            parent_node = node.get("parent")
+            parent_name = parent_node.string()
+            if parent_name == "base":
+                parent = -1
+            elif parent_name in names:
+                parent = names[parent_name]
+            elif parent_name in link_names:
+                parent = link_names[parent_name]
+            else:
+                raise parent_node.error(f"unknown parent {parent_name!r}: name an earlier joint or link, or 'base' "
+                                        "(parents must come before their children)")
+    if name is not None:
+        names[name] = index
+    with problems.section():
+        if node.has("type"):
+            type_node = node.get("type")
+            kind = type_node.string()
+            if kind not in JOINT_TYPES:
+                hint = " (fixed, continuous, floating and planar joints are not supported in descriptions)" \
+                    if kind in ("fixed", "continuous", "floating", "planar") else ""
+                raise type_node.error(f"unknown joint type {kind!r}; expected one of {', '.join(JOINT_TYPES)}{hint}")
+
+    placement = successor = sp.eye(4)
+    axis = sp.ImmutableMatrix([0, 0, 1])
+    with problems.section():
+        forms = [key for key in ("dh", "mdh", "origin") if node.has(key)]
+        if len(forms) > 1:
+            raise node.error(f"give only one of dh, mdh or origin/axis (got {', '.join(forms)})")
+        if forms and forms[0] in ("dh", "mdh"):
+            if node.has("axis"):
+                raise node.get("axis").error(f"'axis' cannot be combined with '{forms[0]}': DH joints move along/about z")
+            dh_node = node.get(forms[0]).mapping(DH_KEYS)
+            values = {key: dh_node.get(key).expression() if dh_node.has(key) else sp.Integer(0) for key in DH_KEYS}
+            build = geometry.dh_standard if forms[0] == "dh" else geometry.dh_modified
+            placement, successor = build(values["a"], values["alpha"], values["d"], values["theta"])
         else:
-            raise parent_node.error(f"unknown parent {parent_name!r}: name an earlier joint or link, or 'base' "
-                                    "(parents must come before their children)")
-    names[name] = index
-    type_node = node.get("type")
-    kind = type_node.string()
-    if kind not in JOINT_TYPES:
-        hint = " (fixed, continuous, floating and planar joints are not supported in descriptions)" \
-            if kind in ("fixed", "continuous", "floating", "planar") else ""
-        raise type_node.error(f"unknown joint type {kind!r}; expected one of {', '.join(JOINT_TYPES)}{hint}")
+            if not node.has("axis"):
+                raise node.error("missing required field 'axis' (or give 'dh' or 'mdh' parameters)")
+            with problems.section():
+                placement = _parse_origin(node.get("origin")) if node.has("origin") else sp.eye(4)
+            axis = _parse_axis(node.get("axis"))
 
-    forms = [key for key in ("dh", "mdh", "origin") if node.has(key)]
-    if len(forms) > 1:
-        raise node.error(f"give only one of dh, mdh or origin/axis (got {', '.join(forms)})")
-    if forms and forms[0] in ("dh", "mdh"):
-        if node.has("axis"):
-            raise node.get("axis").error(f"'axis' cannot be combined with '{forms[0]}': DH joints move along/about z")
-        dh_node = node.get(forms[0]).mapping(DH_KEYS)
-        values = {key: dh_node.get(key).expression() if dh_node.has(key) else sp.Integer(0) for key in DH_KEYS}
-        build = geometry.dh_standard if forms[0] == "dh" else geometry.dh_modified
-        placement, successor = build(values["a"], values["alpha"], values["d"], values["theta"])
-        axis = sp.ImmutableMatrix([0, 0, 1])
-    else:
-        if not node.has("axis"):
-            raise node.error("missing required field 'axis' (or give 'dh' or 'mdh' parameters)")
-        placement = _parse_origin(node.get("origin")) if node.has("origin") else sp.eye(4)
-        successor = sp.eye(4)
-        axis = _parse_axis(node.get("axis"))
-
-    link_node = node.get("link")
-    link_name, inertial = _parse_inertial(link_node)
-    link_name = link_name or f"{name}_link"
-    if link_name in link_names:
-        raise link_node.error(f"duplicate link name {link_name!r}")
-    link_names[link_name] = index
+    link_name = inertial = None
+    with problems.section():
+        if node.has("link"):
+            link_node = node.get("link")
+            link_name, inertial = _parse_inertial(link_node)
+            link_name = link_name or f"{name}_link"
+            if link_name in link_names:
+                raise link_node.error(f"duplicate link name {link_name!r}")
+            link_names[link_name] = index
 
     viscous = coulomb = sp.Integer(0)
-    if node.has("friction"):
-        friction = node.get("friction").mapping(FRICTION_KEYS)
-        for key in FRICTION_KEYS:
-            if friction.has(key):
-                child = friction.get(key)
-                value = child.expression()
-                if child.numeric(value) < 0:
-                    raise child.error(f"{key} friction must not be negative")
-                if key == "viscous":
-                    viscous = value
-                else:
-                    coulomb = value
-    rotor = _parse_rotor(node.get("motor"), axis) if node.has("motor") else None
+    with problems.section():
+        if node.has("friction"):
+            friction = node.get("friction").mapping(FRICTION_KEYS)
+            for key in sorted(FRICTION_KEYS, reverse=True):
+                if friction.has(key):
+                    with problems.section():
+                        child = friction.get(key)
+                        value = child.expression()
+                        if child.numeric(value) < 0:
+                            raise child.error(f"{key} friction must not be negative")
+                        if key == "viscous":
+                            viscous = value
+                        else:
+                            coulomb = value
+    rotor = None
+    with problems.section():
+        rotor = _parse_rotor(node.get("motor"), axis) if node.has("motor") else None
 
     limits = Limits(None, None, None, None)
-    if node.has("limits"):
-        limits_node = node.get("limits").mapping(LIMIT_KEYS)
-        limits = Limits(*(_optional_float(limits_node, key) for key in ("lower", "upper", "velocity", "effort")))
-        if limits.lower is not None and limits.upper is not None and limits.lower > limits.upper:
-            raise limits_node.error("lower limit is above upper limit")
+    with problems.section():
+        if node.has("limits"):
+            limits_node = node.get("limits").mapping(LIMIT_KEYS)
+            limits = Limits(*(_optional_float(limits_node, key) for key in ("lower", "upper", "velocity", "effort")))
+            if limits.lower is not None and limits.upper is not None and limits.lower > limits.upper:
+                raise limits_node.error("lower limit is above upper limit")
 
+    if len(problems.errors) > before:
+        return None
     return Joint(name=name, kind=kind, parent=parent, placement=sp.ImmutableMatrix(placement), axis=axis,
                  successor=sp.ImmutableMatrix(successor), link_name=link_name, inertial=inertial,
                  viscous=viscous, coulomb=coulomb, rotor=rotor, limits=limits, line=node.line)
@@ -365,47 +410,72 @@ def _parse_joint(node: _Node, index: int, names: dict[str, int], link_names: dic
 
 def parse_text(text: str, path: str = "<string>", data: bytes | None = None,
                tool_override: str | None = None, accept_invalid_inertia: bool = False) -> RobotDescription:
-    """Parse description text; ``path`` is used in messages and for the default name."""
-    ctx = _Context(path)
+    """Parse description text; ``path`` is used in messages and for the default name.
+
+    Independent parts (each top-level key, each parameter, each joint and its parts) are checked on
+    their own, so one DescriptionError lists every problem found (up to DescriptionError.MAX_PROBLEMS)."""
+    ctx = _Context(path, accept_invalid_inertia)
     root = _Node(load_yaml(text, path), "", ctx)
-    root.mapping(TOP_KEYS, required=("joints",))
+    problems = DescriptionErrors()
+    with problems.section():
+        root.mapping(TOP_KEYS, required=("joints",))
+    if not isinstance(root.value, dict):
+        problems.raise_if_any()
 
-    if root.has("name"):
-        name_node = root.get("name")
-        name = name_node.string()
-        if not _ROBOT_NAME.match(name):
-            raise name_node.error(f"robot name {name!r} must be lower case letters, digits and '_', "
-                                  "starting with a letter, at most 40 characters (it prefixes C symbols)")
-    else:
-        name = re.sub(r"[^a-z0-9_]", "_", Path(path).stem.lower())
-        if not _ROBOT_NAME.match(name):
-            raise root.error("cannot derive a robot name from the file name; add a 'name' field")
-    summary = root.get("description").string() if root.has("description") else ""
+    name = ""
+    with problems.section():
+        if root.has("name"):
+            name_node = root.get("name")
+            name = name_node.string()
+            if not _ROBOT_NAME.match(name):
+                raise name_node.error(f"robot name {name!r} must be lower case letters, digits and '_', "
+                                      "starting with a letter, at most 40 characters (it prefixes C symbols)")
+        else:
+            name = re.sub(r"[^a-z0-9_]", "_", Path(path).stem.lower())
+            if not _ROBOT_NAME.match(name):
+                raise root.error("cannot derive a robot name from the file name; add a 'name' field")
+    summary = ""
+    with problems.section():
+        summary = root.get("description").string() if root.has("description") else ""
 
-    parameters = _parse_parameters(root, ctx)
-    gravity = root.get("gravity").vector3() if root.has("gravity") else sp.ImmutableMatrix([0, 0, sp.Rational(-981, 100)])
-    base = _parse_origin(root.get("base")) if root.has("base") else sp.eye(4)
+    parameters: tuple[Parameter, ...] = ()
+    with problems.section():
+        parameters = _parse_parameters(root, ctx, problems)
+    gravity = sp.ImmutableMatrix([0, 0, sp.Rational(-981, 100)])
+    with problems.section():
+        if root.has("gravity"):
+            gravity = root.get("gravity").vector3()
+    base = sp.eye(4)
+    with problems.section():
+        if root.has("base"):
+            base = _parse_origin(root.get("base"))
     tool, tool_node = sp.eye(4), None
-    if root.has("tool"):
-        tool_node = root.get("tool").mapping(TOOL_KEYS)
-        xyz = tool_node.get("xyz").vector3() if tool_node.has("xyz") else sp.zeros(3, 1)
-        angles = tool_node.get("rpy").vector3() if tool_node.has("rpy") else sp.zeros(3, 1)
-        tool = geometry.homogeneous(geometry.rpy(*angles), xyz)
+    with problems.section():
+        if root.has("tool"):
+            tool_node = root.get("tool").mapping(TOOL_KEYS)
+            xyz = tool_node.get("xyz").vector3() if tool_node.has("xyz") else sp.zeros(3, 1)
+            angles = tool_node.get("rpy").vector3() if tool_node.has("rpy") else sp.zeros(3, 1)
+            tool = geometry.homogeneous(geometry.rpy(*angles), xyz)
 
-    joints_node = root.get("joints")
-    items = joints_node.sequence()
-    if not items:
-        raise joints_node.error("a robot needs at least one joint")
+    items: list[_Node] = []
+    with problems.section():
+        if root.has("joints"):
+            joints_node = root.get("joints")
+            items = joints_node.sequence()
+            if not items:
+                raise joints_node.error("a robot needs at least one joint")
     names: dict[str, int] = {}
     link_names: dict[str, int] = {}
-    joints = tuple(_parse_joint(item, i, names, link_names) for i, item in enumerate(items))
+    joints = tuple(_parse_joint(item, i, names, link_names, problems) for i, item in enumerate(items))
     tool_link = -1
-    if tool_node is not None and tool_node.has("link"):
-        link_node = tool_node.get("link")
-        link = link_node.string()
-        tool_link = link_names.get(link, names.get(link, -2))
-        if tool_link == -2:
-            raise link_node.error(f"unknown link {link!r} (give a link or joint name)")
+    with problems.section():
+        if tool_node is not None and tool_node.has("link"):
+            link_node = tool_node.get("link")
+            link = link_node.string()
+            tool_link = link_names.get(link, names.get(link, -2))
+            if tool_link == -2:
+                raise link_node.error(f"unknown link {link!r} (give a link or joint name)")
+    problems.raise_if_any()
     _check_planar_inertias(items, joints, base)
     _check_unused_parameters(root, parameters, joints, gravity, base, tool)
     if tool_override is not None:  # the build option replaces the description's tool frame
@@ -450,16 +520,17 @@ def _check_unused_parameters(root: _Node, parameters, joints, *matrices) -> None
                          joint.rotor.transverse_inertia):
                 used |= item.free_symbols
     params_node = root.get("parameters") if root.has("parameters") else None
-    for parameter in parameters:
-        if parameter.symbol not in used:
-            line = params_node.located.children[parameter.name].line
-            raise DescriptionError(root.ctx.path, line, f"parameters.{parameter.name}",
-                                   "parameter is declared but never used")
+    unused = [DescriptionError(root.ctx.path, params_node.located.children[parameter.name].line,
+                               f"parameters.{parameter.name}", "parameter is declared but never used")
+              for parameter in parameters if parameter.symbol not in used]
+    if unused:
+        raise DescriptionError.combine(unused[:DescriptionError.MAX_PROBLEMS], truncated=len(unused) > DescriptionError.MAX_PROBLEMS)
 
 
 def parse_file(path: str | Path) -> RobotDescription:
     path = Path(path)
     try:
+        check_size(path.stat().st_size, str(path))
         data = path.read_bytes()
     except OSError as exc:
         raise DescriptionError(str(path), None, "", f"cannot read the description: {exc.strerror}") from None
@@ -467,6 +538,7 @@ def parse_file(path: str | Path) -> RobotDescription:
 
 
 def decode_description(data: bytes, path: str) -> str:
+    check_size(len(data), path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
