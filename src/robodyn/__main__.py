@@ -305,9 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError) as exc:
         parser.error(str(exc))
     if args.command == "simulate":
-        if not (0 < args.duration <= 1e6 and 0 < args.rate <= 1e6 and args.duration * args.rate <= 1e8):
+        if not (0 < args.duration <= 1e6 and 0 < args.rate <= 1e6 and args.duration * args.rate <= 1e7):
             parser.error("--duration and --rate must be positive and finite, at most 1e6 each, and "
-                         "duration x rate at most 1e8 ticks")
+                         "duration x rate at most 1e7 ticks")
         if not 1 <= args.substeps <= 10000:
             parser.error("--substeps must be between 1 and 10000")
         if not 0 <= args.spin_us < 1e6:

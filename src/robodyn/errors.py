@@ -189,6 +189,15 @@ def format_warning(message, category, filename, lineno, file=None, line=None) ->
     return f"warning: {message}\n"
 
 
+def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    import sys
+
+    try:
+        (file or sys.stderr).write(format_warning(message, category, filename, lineno))
+    except OSError:  # stderr closed: nothing to tell
+        pass
+
+
 def run_command(function, *args, debug: bool = False) -> int:
     """Run a command-line action: its return value is the exit status; every failure becomes one
     line on stderr and a documented status (see EXIT_STATUS_HELP), or a traceback too with ``debug``.
@@ -197,7 +206,8 @@ def run_command(function, *args, debug: bool = False) -> int:
     import traceback
     import warnings
 
-    warnings.formatwarning = format_warning
+    saved = warnings.showwarning
+    warnings.showwarning = show_warning
     try:
         return function(*args)
     except SystemExit:
@@ -213,3 +223,5 @@ def run_command(function, *args, debug: bool = False) -> int:
         print("internal error (a bug in robodyn; run again with --debug for the traceback):", file=sys.stderr)
         print(f"  {traceback.format_exc().strip().splitlines()[-1]}", file=sys.stderr)
         return EXIT_BUILD
+    finally:
+        warnings.showwarning = saved
