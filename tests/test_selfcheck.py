@@ -1,0 +1,114 @@
+"""The post-build self-check: where joints are sampled, tolerances relative to the model's magnitudes,
+and --no-selfcheck (skipped, recorded, reported)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from codegen.extension.selfcheck import joint_range, reach
+from robodyn.cache import SELFCHECK
+
+ROOT = Path(__file__).resolve().parent.parent
+ROBOTS = ROOT / "robots"
+
+
+def _joint(kind: str, lower=None, upper=None):
+    return SimpleNamespace(kind=kind, limits=SimpleNamespace(lower=lower, upper=upper))
+
+
+@pytest.mark.parametrize("joint, expected", [
+    (_joint("revolute"), (-np.pi, np.pi)),
+    (_joint("revolute", 0.0, 0.0), (-np.pi, np.pi)),  # placeholder limits of exporters
+    (_joint("revolute", 1.0, 1.0), (-np.pi, np.pi)),
+    (_joint("revolute", 0.5, -0.5), (-np.pi, np.pi)),  # inverted: no width either
+    (_joint("revolute", -0.5, 1.0), (-0.5, 1.0)),
+    (_joint("revolute", -0.5, None), (-0.5, -0.5 + 2 * np.pi)),
+    (_joint("revolute", None, 0.3), (0.3 - 2 * np.pi, 0.3)),
+    (_joint("revolute", -np.inf, np.inf), (-np.pi, np.pi)),
+    (_joint("prismatic"), (-2.5, 2.5)),
+    (_joint("prismatic", 0.0, 0.0), (-2.5, 2.5)),
+    (_joint("prismatic", 0.1, 0.4), (0.1, 0.4)),
+    (_joint("prismatic", 0.2, None), (0.2, 5.2)),
+])
+def test_joint_sampling_range(joint, expected):
+    assert joint_range(joint, 2.5) == pytest.approx(expected)
+
+
+def _description(path: Path):
+    from codegen.pipeline import describe, read_request
+
+    return describe(read_request(path))
+
+
+def test_reach_is_the_robot_length_scale(tmp_path):
+    assert reach(_description(ROBOTS / "rr.yaml")) == pytest.approx(2.0, rel=0.5)  # two 1 m links
+    assert reach(_description(ROBOTS / "pp.yaml")) == 1.0  # no offsets at all: 1 m
+
+
+def _scaled_rr(tmp_path: Path, mass: float, length: float) -> Path:
+    """rr with masses times ``mass`` and lengths times ``length`` (inertias follow)."""
+    text = (ROBOTS / "rr.yaml").read_text()
+    factors = {"m1": mass, "m2": mass, "a1": length, "a2": length, "ac1": length, "ac2": length,
+               "I1": mass * length ** 2, "I2": mass * length ** 2}
+    for name, factor in factors.items():
+        text = re.sub(rf"^(  {name}: )([0-9.eE+-]+)", lambda m, f=factor: f"{m.group(1)}{float(m.group(2)) * f!r}",
+                      text, count=1, flags=re.M)
+    path = tmp_path / f"rr_{mass:g}_{length:g}.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("mass, length", [(1e6, 1e-3), (1e-4, 1e2)])
+def test_selfcheck_passes_at_any_scale(tmp_path, mass, length):
+    """A robot in grams and metres-of-hundreds, or tonnes and millimetres, checks like the original: the
+    tolerances are relative to its own magnitudes."""
+    from codegen.pipeline import build
+
+    result = build(_scaled_rr(tmp_path, mass, length), cache_dir=tmp_path / "cache")
+    assert result.selfcheck["status"] == "passed", json.dumps(result.selfcheck, indent=1)
+    errors = {c["name"]: c["error"] for c in result.selfcheck["checks"]}
+    assert errors["inverse_forward"] < 1e-12 and errors["inverse_forward_wrench"] < 1e-12
+    assert errors["skew"] < 1e-6
+
+
+def test_zero_width_prismatic_limits_are_sampled_over_the_reach(tmp_path):
+    from codegen.pipeline import build
+
+    text = (ROBOTS / "pp.yaml").read_text().replace("link: {mass: m1}", "link: {mass: m1}\n    limits: {lower: 0, upper: 0}")
+    path = tmp_path / "pp_placeholder.yaml"
+    path.write_text(text)
+    result = build(path, cache_dir=tmp_path / "cache")
+    assert result.selfcheck["status"] == "passed"
+
+
+def test_no_selfcheck_is_skipped_recorded_and_reported(tmp_path):
+    import robodyn
+
+    description = tmp_path / "pendulum_unchecked.yaml"
+    description.write_text((ROBOTS / "pendulum.yaml").read_text() + "\n# unchecked\n")
+    root = tmp_path / "cache"
+    command = [sys.executable, "-m", "codegen", str(description), "--cache-dir", str(root), "--no-selfcheck"]
+    first = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert first.returncode == 0, first.stderr
+    assert "self-check skipped" in first.stdout and "--no-selfcheck" in first.stdout
+    (entry,) = root.glob("pendulum-*")
+    assert json.loads((entry / "manifest.json").read_text())["selfcheck"] == "skipped"
+    assert json.loads((entry / SELFCHECK).read_text()) == {"status": "skipped", "passed": None, "checks": []}
+    second = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert second.returncode == 0 and "cache hit" in second.stdout and "skipped" in second.stdout
+    robot = robodyn.load(description, cache_dir=root, selfcheck=False, verbose=False)
+    assert robot.selfcheck["status"] == "skipped" and robot.options.selfcheck is False
+    demo = subprocess.run([sys.executable, "-m", "robodyn", "demo", str(description), "--cache-dir", str(root),
+                           "--no-selfcheck"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert demo.returncode == 0 and "self-check of the compiled module: skipped" in demo.stdout, demo.stderr
+    # The check is part of the key: with it, another entry is built and checked.
+    checked = subprocess.run(command[:-1] + ["--quiet"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert checked.returncode == 0 and len(list(root.glob("pendulum-*"))) == 2
