@@ -48,7 +48,7 @@ from typing import Callable
 
 from robodyn import cache
 from robodyn.cache import MANIFEST, SELFCHECK, Entry
-from robodyn.errors import BuildError, SelfCheckError, StorageError
+from robodyn.errors import SelfCheckError, StorageError
 from robodyn.options import BuildOptions
 
 Progress = Callable[[str], None]

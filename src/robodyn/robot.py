@@ -121,8 +121,12 @@ class Robot(RobotCore):
             pass
         if not isinstance(manifest, dict) or not isinstance(selfcheck, dict):
             manifest, selfcheck = {}, {}
-        options = BuildOptions.from_dict(manifest["options"]) if "options" in manifest else None
+        try:
+            options = BuildOptions.from_dict(manifest["options"]) if "options" in manifest else None
+        except (TypeError, ValueError, AttributeError):  # a manifest edited by hand: the robot still works
+            options = None
         source = manifest.get("description_path")
+        source = source if isinstance(source, str) else None
         return cls(extension, source=source, options=options, manifest=manifest, selfcheck=selfcheck)
 
     @property
