@@ -88,12 +88,49 @@ class _Rejected(Exception):
         self.message = message
 
 
+MAX_XML_BYTES = 10_000_000  # the largest URDFs in the wild are a few hundred kilobytes
+MAX_XML_ELEMENTS = 100_000
+MAX_XML_DEPTH = 100
+# Encodings expat reads itself (an XML declaration naming any other is refused: Python's fallback codecs
+# fail in ways expat does not report, and no URDF needs them), by their lower-case aliases.
+_XML_ENCODINGS = {"utf-8": "UTF-8", "utf8": "UTF-8", "us-ascii": "US-ASCII", "ascii": "US-ASCII",
+                  "iso-8859-1": "ISO-8859-1", "latin-1": "ISO-8859-1", "latin1": "ISO-8859-1",
+                  "utf-16": "UTF-16", "utf-16le": "UTF-16LE", "utf-16be": "UTF-16BE"}
+_XML_DECLARATION = re.compile(rb"""^(?:\xef\xbb\xbf)?<\?xml[^>]{0,200}?\bencoding\s*=\s*["']([^"']{0,60})["']""")
+
+
+def _xml_encoding(source: bytes, path: str) -> str | None:
+    """The expat name of the encoding the XML declaration names (None without one)."""
+    match = _XML_DECLARATION.match(source[:300])
+    if match is None:
+        return None
+    declared = match.group(1).decode("latin-1")
+    encoding = _XML_ENCODINGS.get(declared.strip().lower())
+    if encoding is None:
+        raise DescriptionError(path, 1, "", f"XML encoding {declared!r} is not supported "
+                               "(write the URDF in UTF-8)")
+    return encoding
+
+
 def _parse_xml(source: str | bytes, path: str) -> _Element:
-    parser = expat.ParserCreate()
+    """The element tree, with limits checked as it is read: file size, element count, nesting depth;
+    entity declarations (expansion bombs, external files) and unknown encodings are refused."""
+    size = len(source)
+    if size > MAX_XML_BYTES:
+        raise DescriptionError(path, None, "", f"the URDF is {size} {'bytes' if isinstance(source, bytes) else 'characters'} "
+                               f"long; URDF files are limited to {MAX_XML_BYTES} bytes")
+    encoding = _xml_encoding(source, path) if isinstance(source, bytes) else None
+    parser = expat.ParserCreate(encoding)
     stack: list[_Element] = []
     roots: list[_Element] = []
+    count = [0]
 
     def start(tag, attrib):
+        count[0] += 1
+        if count[0] > MAX_XML_ELEMENTS:
+            raise _Rejected(parser.CurrentLineNumber, f"more than {MAX_XML_ELEMENTS} XML elements")
+        if len(stack) >= MAX_XML_DEPTH:
+            raise _Rejected(parser.CurrentLineNumber, f"XML elements nested deeper than {MAX_XML_DEPTH} levels")
         element = _Element(tag, dict(attrib), parser.CurrentLineNumber)
         if stack:
             stack[-1].children.append(element)
@@ -119,6 +156,8 @@ def _parse_xml(source: str | bytes, path: str) -> _Element:
                                f"(column {exc.offset + 1})") from None
     except _Rejected as exc:
         raise DescriptionError(path, exc.line, "", exc.message) from None
+    except (LookupError, UnicodeError, ValueError) as exc:  # a codec that expat's fallback could not use
+        raise DescriptionError(path, parser.CurrentLineNumber, "", f"cannot decode the URDF: {exc}") from None
     return roots[0]
 
 
@@ -215,18 +254,24 @@ def _exact_angle(value: sp.Rational) -> sp.Expr:
 
 
 def _lock_value(value, angle: bool) -> sp.Expr:
-    if isinstance(value, sp.Basic):
-        if not value.is_number or not value.is_real:
-            raise ValueError(f"{value} is not a real number")
-        return value
+    """A lock position as an exact number: ValueError (or ExpressionError) unless it is a finite real
+    number of a literal's range (magnitudes from 1e-100 to 1e100, or 0)."""
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a number")
-    number = float(value)
+    if isinstance(value, sp.Basic) and (not value.is_number or not value.is_real):
+        raise ValueError(f"{str(value)[:40]} is not a real number")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ValueError("the value is out of range (magnitudes from 1e-100 to 1e100)") from None
     if not math.isfinite(number):
-        raise ValueError(f"{value!r} is not finite")
-    if number == 0.0:
+        raise ValueError(f"{number!r} is not finite" if isinstance(value, (int, float, sp.Basic)) else
+                         f"{str(value)[:40]!r} is not finite")
+    if number == 0.0 and (not isinstance(value, sp.Basic) or value.is_zero):
         return sp.Integer(0)
-    exact = parse_number_literal(repr(number))
+    exact = parse_number_literal(repr(number))  # checks the range
+    if isinstance(value, sp.Basic):
+        return value
     return _exact_angle(exact) if angle else exact
 
 

@@ -143,7 +143,7 @@ def _scalar(node: yaml.ScalarNode, loader: yaml.SafeLoader, path: str, field: st
                                    f"(at most {MAX_INT_DIGITS})")
     try:
         return loader.construct_object(node)
-    except (ValueError, TypeError, OverflowError, ArithmeticError, yaml.YAMLError) as exc:
+    except (ValueError, TypeError, LookupError, OverflowError, ArithmeticError, yaml.YAMLError) as exc:
         problem = getattr(exc, "problem", None) or str(exc)
         raise DescriptionError(path, line, field, f"invalid {_short_tag(node.tag)} value "
                                f"{node.value[:40]!r}: {problem}") from None
