@@ -112,7 +112,7 @@ def extreme_number(rng: random.Random) -> str:
     if kind == 2:
         return rng.choice("-+") + "".join(rng.choice("0123456789") for _ in range(rng.choice((17, 61, 101, 401, 4400))))
     if kind == 3:
-        return repr(rng.uniform(-1, 1) * 10.0 ** rng.randint(-330, 310))
+        return repr(float(Decimal(rng.uniform(-1, 1)).scaleb(rng.randint(-330, 310))))
     if kind == 4:
         return rng.choice(("0", "-0", "0.0", "-0.0", "0e0", "00", "0.000"))
     if kind == 5:
@@ -469,8 +469,9 @@ def make_case(seed: int, index: int, seeds: list[Path] | None = None) -> Case:
     urdf = source.suffix == ".urdf"
     try:
         mutated, mutation = MUTATORS[level](rng, data, urdf)
-    except RecursionError:  # a mutation that nested too deeply for the mutator itself
+    except (RecursionError, ValueError, ArithmeticError) as exc:  # a mutation the mutator itself cannot make
         mutated, mutation = mutate_bytes(rng, data, urdf)
+        mutation = f"({level} failed: {type(exc).__name__}) {mutation}"
     return Case(seed, index, level, source.relative_to(ROOT).as_posix(), mutation, mutated)
 
 

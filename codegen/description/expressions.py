@@ -163,7 +163,7 @@ class _Parser:
             token = self.take()
             op = token.text
             rhs = self.term()
-            value = self.bounded(value + rhs if op == "+" else value - rhs, token)
+            value = self.bounded(lambda: value + rhs if op == "+" else value - rhs, token)
         self.depth -= 1
         return value
 
@@ -175,9 +175,9 @@ class _Parser:
             if token.text == "/":
                 if rhs == 0:
                     raise ExpressionError(f"division by zero at column {token.column}")
-                value = self.bounded(value / rhs, token)
+                value = self.bounded(lambda: value / rhs, token)
             else:
-                value = self.bounded(value * rhs, token)
+                value = self.bounded(lambda: value * rhs, token)
         return value
 
     def unary(self) -> sp.Expr:
@@ -208,12 +208,21 @@ class _Parser:
             if order is not None and abs(order * float(exponent)) > MAX_RESULT_ORDER + 1:
                 raise ExpressionError(f"the power at column {token.column} is about 1e{order * float(exponent):.0f}; "
                                       f"constants must stay between 1e-{MAX_RESULT_ORDER} and 1e{MAX_RESULT_ORDER}")
-            return self.bounded(base ** exponent, token)
+            return self.bounded(lambda: base ** exponent, token)
         return base
 
     @staticmethod
-    def bounded(value: sp.Expr, token: _Token) -> sp.Expr:
-        """``value``, after checking that every rational constant in it is within a double's range."""
+    def bounded(compute: Callable[[], sp.Expr], token: _Token) -> sp.Expr:
+        """``compute()``, after checking that every rational constant in it is within a double's range.
+        SymPy's own failures become ExpressionError (``sqrt(4*10^200 + 1)`` raises ValueError in its
+        factor cache in SymPy 1.14)."""
+        try:
+            value = compute()
+        except (ValueError, ArithmeticError, TypeError, RecursionError) as exc:
+            if isinstance(exc, ExpressionError):
+                raise
+            raise ExpressionError(f"cannot evaluate the operation at column {token.column} "
+                                  f"({type(exc).__name__}: {str(exc)[:80]})") from None
         for number in value.atoms(sp.Rational):
             if number != 0 and abs(_order_of_rational(number)) > MAX_RESULT_ORDER + 1:
                 raise ExpressionError(f"the result at column {token.column} has a constant of about "
@@ -230,7 +239,7 @@ class _Parser:
                 self.expect("(")
                 argument = self.expr()
                 self.expect(")")
-                return FUNCTIONS[token.text](argument)
+                return self.bounded(lambda: FUNCTIONS[token.text](argument), token)
             if token.text in CONSTANTS:
                 return CONSTANTS[token.text]
             if token.text in self.symbols:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import keyword
 import math
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -225,8 +226,28 @@ def _parse_axis(node: _Node) -> sp.ImmutableMatrix:
     length = math.sqrt(abs(node.numeric(norm_squared)))
     if length < 1e-6:
         raise node.error("axis must not be the zero vector" + (f" (its length is {length:.3g})" if length else ""))
-    norm = sp.sqrt(norm_squared)
-    return sp.ImmutableMatrix([sp.nsimplify(c / norm) if c.is_Float else sp.simplify(c / norm) for c in components])
+    return sp.ImmutableMatrix(_normalised(components, norm_squared))
+
+
+AXIS_DIGITS = 30  # precision of an axis that cannot be normalised exactly
+
+
+def _normalised(components: list[sp.Expr], norm_squared: sp.Expr) -> list[sp.Expr]:
+    """The unit vector, without ``simplify`` (unbounded on nested radicals and trigonometric constants):
+    exact when the squared norm is rational (after expanding a small expression) or already 1 to
+    40 digits; otherwise 30-digit floats, as the URDF front end bakes constants."""
+    if not isinstance(norm_squared, sp.Rational) and sp.count_ops(norm_squared) <= 60:
+        norm_squared = sp.expand(norm_squared)
+    if isinstance(norm_squared, sp.Rational) and max(abs(norm_squared.p), norm_squared.q) < 10 ** 40:
+        try:
+            norm = sp.sqrt(norm_squared)
+            return [c / norm for c in components]
+        except ValueError:  # SymPy 1.14's factor cache can fail on large integers
+            pass
+    if abs(sp.N(norm_squared - 1, 40)) < sp.Float("1e-35"):
+        return components
+    norm = sp.sqrt(norm_squared.evalf(AXIS_DIGITS + 10))  # a float: no factoring of a large rational
+    return [(c / norm).evalf(AXIS_DIGITS) for c in components]
 
 
 def _parse_inertial(node: _Node) -> tuple[str | None, Inertial]:
@@ -491,16 +512,34 @@ def parse_text(text: str, path: str = "<string>", data: bytes | None = None,
 
 
 def _check_planar_inertias(items: list[_Node], joints: tuple[Joint, ...], base: sp.Matrix) -> None:
-    """Giving only Izz is allowed for links whose z axis keeps a fixed direction."""
-    q = sp.symbols(f"q1:{len(joints) + 1}", real=True)
-    rotations = []
+    """Giving only Izz is allowed for links whose z axis keeps a fixed direction.
+
+    The direction is compared numerically (30 digits) at a few pseudo-random joint positions and
+    parameter values, a generic-point test of "constant in q for every parameter value" that, unlike
+    ``simplify`` of the symbolic derivative, cannot take unbounded time on strange constants."""
+    if not any(joint.inertial.planar for joint in joints):
+        return
+    rng = random.Random(0)
+    matrices = [base] + [m for joint in joints for m in (joint.placement, joint.successor)]
+    parameters = sorted(set().union(*(sp.Matrix(m).free_symbols for m in matrices)), key=str)
+    directions = []
+    for _ in range(3):
+        values = {symbol: sp.Float(rng.uniform(0.5, 2.0), 30) for symbol in parameters}
+
+        def numeric(matrix) -> sp.Matrix:
+            return sp.Matrix(matrix)[:3, :3].xreplace(values).evalf(30)
+
+        rotations: list[sp.Matrix] = []
+        for joint in joints:
+            parent = numeric(base) if joint.parent < 0 else rotations[joint.parent]
+            angle = sp.Float(rng.uniform(-3.0, 3.0), 30)
+            motion = geometry.screw(joint.kind, sp.Matrix(joint.axis), angle)[:3, :3].evalf(30)
+            rotations.append((parent * numeric(joint.placement) * motion * numeric(joint.successor)).evalf(30))
+        directions.append([rotation[:, 2] for rotation in rotations])
     for i, joint in enumerate(joints):
-        parent = base[:3, :3] if joint.parent < 0 else rotations[joint.parent]
-        motion = geometry.screw(joint.kind, sp.Matrix(joint.axis), q[i])[:3, :3]
-        rotation = parent * joint.placement[:3, :3] * motion * joint.successor[:3, :3]
-        rotations.append(rotation)
         # A link whose z axis keeps its direction rotates about that axis only, so only Izz matters.
-        if joint.inertial.planar and any(sp.simplify(e.diff(v)) != 0 for e in rotation[:, 2] for v in q):
+        turns = max(abs(float(a - b)) for other in directions[1:] for a, b in zip(directions[0][i], other[i]))
+        if joint.inertial.planar and turns > 1e-12:
             inertia = items[i].get("link").get("inertia")
             raise inertia.error("only zz was given, which is enough only for a link whose z axis keeps its "
                                 "direction; this link's z axis turns, so give the full tensor "
