@@ -14,8 +14,10 @@ friction(G q̇)), and q̈ = (Gᵀ M_pin G)⁻¹ (tau − Gᵀ (nle + friction)) 
 permutation). Continuous joints (Pinocchio: nq = 2, cos and sin) are converted.
 
 Error metric, per quantity and state: max |robodyn − Pinocchio| over the entries divided by
-max(max |Pinocchio| over the entries, 1e-12); the reported error is the worst over quantities and
-states. A robot agrees when it is at most 1e-9.
+max |Pinocchio| over the entries; for C, by max(max |C|, max |M|), and for g, by max(max |g|,
+max |tau|), since C or g can vanish identically (a rotor about its symmetric axis): Pinocchio's
+value is then rounding noise. The reported error is the worst over quantities and states. A robot
+agrees when it is at most 1e-9.
 
 Classification: ``loads`` (default options), ``loads with option`` (the remedy's option),
 ``rejected`` (a DescriptionError: the description is invalid), ``unsupported`` (a DescriptionError
@@ -104,14 +106,14 @@ def urdf_files() -> list[str]:
 class Record:
     file: str
     result: str = "error"
-    joints: int | None = None            # robodyn's n (after locking), or Pinocchio's nv when it does not load
+    joints: int | None = None            # robodyn's n (after locking and coupling)
     reason: str = ""                     # the first problem of the default load's error, if any
     option: str = ""                     # the option that made it load
     warnings: list[str] = field(default_factory=list)
-    build_s: float | None = None         # the cache entry's recorded build time
+    build_s: float | None = None         # the cache entry's recorded build time (sum of its stages)
     load_s: float | None = None          # wall time of this run's load (milliseconds on a cache hit)
     cached: bool | None = None
-    pinocchio: str = ""                  # "nv=6" or "fails: ..."
+    pinocchio: str = ""                  # "nv=6" (its joints) or "fails: ..."
     errors: dict[str, float] = field(default_factory=dict)
     max_error: float | None = None
     agrees: bool | None = None
@@ -273,9 +275,11 @@ def _limits(robot, model, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lower, upper
 
 
-def _relative(value, reference) -> float:
+def _relative(value, reference, scale: float = 0.0) -> float:
+    """max |value - reference| / max(max |reference|, scale): entrywise, relative to the reference's largest
+    entry, or to the scale of a related quantity when that is larger (see compare)."""
     value, reference = np.asarray(value, float), np.asarray(reference, float)
-    return float(np.abs(value - reference).max() / max(np.abs(reference).max(), 1e-12))
+    return float(np.abs(value - reference).max() / max(np.abs(reference).max(), scale, 1e-300))
 
 
 def compare(robot, model, G: np.ndarray, b: np.ndarray, states: int = STATES, seed: int = SEED) -> dict[str, float]:
@@ -306,11 +310,16 @@ def compare(robot, model, G: np.ndarray, b: np.ndarray, states: int = STATES, se
         else:
             bias = G.T @ (pinocchio.nonLinearEffects(model, data, q_pin, theta_d) + friction)
             forward_ref = np.linalg.solve(M_ref, tau - bias)
-        for name, value, reference in (("M", robot.M(q), M_ref), ("C", robot.C(q, qd), C_ref),
-                                       ("g", robot.g(q), g_ref),
-                                       ("inverse", robot.inverse_dynamics(q, qd, qdd), inverse_ref),
-                                       ("forward", robot.forward_dynamics(q, qd, tau), forward_ref)):
-            worst[name] = max(worst[name], _relative(value, reference))
+        # C and g may vanish identically (rotors spinning about symmetric axes, centres of mass on vertical
+        # axes): then Pinocchio's is rounding noise, judged against the scale of M (C's entries times
+        # |q̇| <= 2 are torques of the order of M q̈) and of the joint torques.
+        inertia, torque = np.abs(M_ref).max(), np.abs(inverse_ref).max()
+        for name, value, reference, scale in (
+                ("M", robot.M(q), M_ref, 0.0), ("C", robot.C(q, qd), C_ref, inertia),
+                ("g", robot.g(q), g_ref, torque),
+                ("inverse", robot.inverse_dynamics(q, qd, qdd), inverse_ref, 0.0),
+                ("forward", robot.forward_dynamics(q, qd, tau), forward_ref, 0.0)):
+            worst[name] = max(worst[name], _relative(value, reference, scale))
     return worst
 
 
@@ -371,23 +380,22 @@ def sweep_one(relative: str, cache_dir: str | Path | None = None, states: int = 
             break
         if robot is None:
             record.cached = None
-            if model is not None and record.joints is None:
-                record.joints = model.nv
             return record
         record.result = "loads with option" if options else "loads"
         record.option = _option_text(options)
         record.joints = robot.n
-        record.build_s = (robot.manifest.get("timings") or {}).get("total_s")
+        timings = robot.manifest.get("timings") or {}
+        record.build_s = timings.get("total_s") or sum(v for k, v in timings.items() if k.endswith("_s")) or None
         if model is None:
             return record
         G, b = coupling(robot, model, _urdf_joints(path), dict(robot.options.lock))
         record.errors = compare(robot, model, G, b, states)
         record.max_error = max(record.errors.values())
         record.agrees = record.max_error <= TOLERANCE
-    except Exception:  # noqa: BLE001 - anything else is a bug: keep its traceback
+    except Exception as exc:  # noqa: BLE001 - anything else is a bug: keep its traceback
         record.result = "error"
         record.traceback = _short(traceback.format_exc())
-        record.reason = record.traceback.strip().splitlines()[-1]
+        record.reason = _short(f"{type(exc).__name__}: {(str(exc).strip() or '?').splitlines()[0]}")
     return record
 
 
@@ -431,8 +439,12 @@ def sweep(files: list[str], jobs: int = 1, cache_dir: str | None = None, timeout
 # The report
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _cell(text: str, limit: int = 400) -> str:
+    """A table cell: one line, pipes escaped, long lists (lock=...) cut at ``limit`` characters."""
+    text = text.replace("\n", " ")
+    if len(text) > limit:
+        text = text[:limit].rsplit(",", 1)[0] + ", …"
+    return text.replace("|", "\\|")
 
 
 def _error_text(record: Record) -> str:
@@ -474,9 +486,13 @@ def markdown(records: list[Record], mode: str) -> str:
         f"{STATES} random states",
         "within the joint limits: M, C, g, inverse dynamics (with the URDF's damping and friction) and forward",
         "dynamics. *max rel. error* is the worst over those quantities and states of",
-        "max |robodyn − Pinocchio| / max |Pinocchio| (entrywise maxima), with the quantity that attains it;",
-        "a robot agrees when it is at most 1e-9. *build s* is the build's recorded time (this machine, 2",
-        "shared cores, `nice -n 10`).",
+        "max |robodyn − Pinocchio| / max |Pinocchio| (entrywise maxima; for C the denominator is at least",
+        "max |M|, for g at least max |τ|, because C or g can vanish identically, e.g. a rotor spinning about",
+        "its symmetric axis, leaving Pinocchio's rounding noise as the reference), with the quantity that",
+        "attains it; a robot agrees when it is at most 1e-9. *joints* is robodyn's n (locked joints and mimic followers",
+        "are not coordinates), *Pinocchio* its nv (every joint independent) or its failure. *build s* is the",
+        "build's recorded time (this machine: 2 cores shared with other builds, `nice -n 10`, so only roughly",
+        "reproducible). Warnings are summarised by kind.",
         "",
         f"Generated by `python tests/urdf_sweep.py {mode}--markdown docs/urdf_sweep.md` (re-run it after a",
         "parser change; `ROBODYN_SLOW=1 python -m pytest tests/test_urdf_sweep.py` asserts the whole sweep,",
