@@ -55,6 +55,15 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Mimic:
+    """This joint's position is ``multiplier * q[source] + offset`` (chains already resolved)."""
+
+    source: int  # index of the driving coordinate in RobotDescription.joints
+    multiplier: sp.Expr
+    offset: sp.Expr
+
+
+@dataclass(frozen=True)
 class Joint:
     name: str
     kind: str  # "revolute" | "prismatic"
@@ -69,6 +78,7 @@ class Joint:
     rotor: Rotor | None
     limits: Limits
     line: int  # where the joint starts in the description, for later messages
+    mimic: Mimic | None = None  # set on coupled joints of RobotDescription.bodies only
 
 
 @dataclass(frozen=True)
@@ -82,19 +92,42 @@ class RobotDescription:
     base: sp.ImmutableMatrix  # 4x4 world -> base link
     joints: tuple[Joint, ...]
     tool: sp.ImmutableMatrix  # 4x4, tool link frame -> tool frame
-    tool_link: int = -1  # index of the joint whose link carries the tool; -1: the last joint's
+    tool_link: int = -1  # index in ``tree`` of the joint whose link carries the tool; -1: the last one's
+    # The kinematic tree when some joints are coupled (mimic joints): every moving joint, parents
+    # first, ``Joint.parent`` indexing this tuple and ``Joint.mimic`` set on the coupled ones. Empty
+    # when no joint is coupled: the tree is ``joints``. With couplings, ``joints`` holds the
+    # independent joints (the model's coordinates, in tree order) and their ``parent`` is the
+    # elimination tree of the coupled mass matrix (see ``coordinate_parents``), the sparsity
+    # that forward dynamics factors M with.
+    bodies: tuple[Joint, ...] = ()
+
+    @property
+    def tree(self) -> tuple[Joint, ...]:
+        """Every moving joint (a body each), parents before children."""
+        return self.bodies or self.joints
+
+    @property
+    def couplings(self) -> tuple[tuple[int, sp.Expr, sp.Expr], ...]:
+        """Per joint of ``tree``: (coordinate, multiplier, offset), q_tree = multiplier * q[coordinate] + offset."""
+        if not self.bodies:
+            return tuple((i, sp.Integer(1), sp.Integer(0)) for i in range(len(self.joints)))
+        index = {joint.name: i for i, joint in enumerate(self.joints)}
+        return tuple((j.mimic.source, j.mimic.multiplier, j.mimic.offset) if j.mimic is not None
+                     else (index[j.name], sp.Integer(1), sp.Integer(0)) for j in self.bodies)
 
     def chain(self, link: int) -> list[int]:
-        """Joint ``link`` and its ancestors, tip first ([] for the base, -1)."""
+        """Joint ``link`` of ``tree`` and its ancestors, tip first ([] for the base, -1)."""
         joints = []
+        tree = self.tree
         while link >= 0:
             joints.append(link)
-            link = self.joints[link].parent
+            link = tree[link].parent
         return joints
 
     @property
     def tool_joint(self) -> int:
-        return self.tool_link if self.tool_link >= 0 else len(self.joints) - 1
+        """Index in ``tree`` of the joint whose link carries the tool."""
+        return self.tool_link if self.tool_link >= 0 else len(self.tree) - 1
 
     @property
     def n(self) -> int:
@@ -107,3 +140,29 @@ class RobotDescription:
     @property
     def defaults(self) -> dict[sp.Symbol, float]:
         return {p.symbol: p.default for p in self.parameters}
+
+
+def coordinate_parents(tree: tuple[Joint, ...], coordinate: list[int], n: int) -> tuple[int, ...]:
+    """The elimination tree of M = Gᵀ M_tree G, where tree joint i moves with coordinate[i].
+
+    M[a, b] can be nonzero when some joint of a and some joint of b are on one path to the base.
+    Factoring M = Lᵀ D L from the last coordinate to the first, eliminating k fills in among its
+    earlier neighbours; parent[k] is the largest of them, and the rest pass to the parent. Without
+    couplings this is the kinematic tree itself; with them, a tree the LᵀDL of M needs no fill-in
+    beyond (each parent numbered before its children)."""
+    ancestors = []
+    for i, joint in enumerate(tree):
+        ancestors.append((ancestors[joint.parent] if joint.parent >= 0 else set()) | {i})
+    rows: list[set[int]] = [set() for _ in range(n)]
+    for i in range(len(tree)):
+        for j in ancestors[i]:
+            a, b = coordinate[i], coordinate[j]
+            if a != b:
+                rows[max(a, b)].add(min(a, b))
+    parents = [-1] * n
+    for k in reversed(range(n)):
+        if rows[k]:
+            parent = max(rows[k])
+            parents[k] = parent
+            rows[parent] |= rows[k] - {parent}
+    return tuple(parents)

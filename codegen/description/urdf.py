@@ -17,16 +17,31 @@ What becomes of a URDF:
   frame), and the fixed transform (for a locked joint: origin, then the joint
   motion at the locked position) is absorbed into the placement of the joints
   that follow;
-* ``floating`` and ``planar`` joints, unknown types and unlocked ``mimic``
-  joints are rejected;
+* ``mimic`` joints (q = multiplier * q_source + offset) stay in the kinematic
+  tree (``RobotDescription.bodies``) but are not coordinates of the model: a
+  mimic of a mimic is resolved to the joint at the end of the chain; a mimic
+  whose chain ends at a locked joint (or whose multiplier is 0) is locked at the
+  position the coupling gives; a locked mimic joint is just locked; a mimic of a
+  missing or fixed joint, and a cycle of mimics, are errors. A mimic joint's
+  limits play no part in the model; its ``<dynamics>`` friction acts at its own
+  velocity and is projected on its source's coordinate;
+* ``floating`` and ``planar`` joints and unknown types are rejected;
 * the root link is the fixed base (``base`` is the identity: the world frame is
   the root link's frame); whatever is rigidly attached to it does not move and
-  is dropped, unchecked;
-* a link without ``<inertial>`` is massless; a moving joint with nothing
-  massive beyond it is rejected (M would be singular); the inertia tensor of
-  every link that moves must be positive semi-definite (relative tolerance
-  1e-9) and obey the triangle inequality (relative tolerance 1e-6: URDFs print
-  rounded tensors), relative to its largest principal moment;
+  is dropped, unchecked. A root that looks like a mobile base (see
+  ``_mobile_base_signs``) gets a DescriptionWarning saying so: floating bases
+  are not modelled;
+* a link without ``<inertial>`` is massless; a coordinate with nothing massive
+  beyond any of its joints is rejected (M would be singular); the mass and
+  inertia tensor of every link that moves must be physically possible within
+  the tolerances of ``physical.check_mass_properties`` (they scale with the
+  tensor and its mass: rounded printing and exporter noise pass); an
+  impossible tensor is an error, or with ``accept_invalid_inertia`` a
+  DescriptionWarning;
+* a ``<limit>`` whose lower and upper are equal (exporters' placeholder
+  ``0 0``) gives no position limits;
+* every problem of the file is reported in one DescriptionError (up to 20),
+  each with its line and field;
 * numbers are baked as exact SymPy numbers: every decimal in the XML becomes
   the Rational it spells (``0.1`` -> 1/10); an angle that is a double within
   4 ulps of a multiple of pi/12 (such as ``1.5707963267948966``) becomes that
@@ -38,9 +53,11 @@ What becomes of a URDF:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -50,9 +67,10 @@ import numpy as np
 import sympy as sp
 
 from .. import geometry
-from ..errors import DescriptionError
+from ..errors import DescriptionError, DescriptionErrors, DescriptionWarning
 from .expressions import ExpressionError, parse_number_literal
-from .model import Inertial, Joint, Limits, Parameter, RobotDescription
+from .model import Inertial, Joint, Limits, Mimic, Parameter, RobotDescription, coordinate_parents
+from .physical import check_mass_properties, describe_violations
 
 MOVING_TYPES = ("revolute", "continuous", "prismatic")
 REJECTED_TYPES = ("floating", "planar")
@@ -61,9 +79,6 @@ _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/\- ]*$")
 _DECIMAL = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
 _ROBOT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
-PSD_TOLERANCE = 1e-9  # relative to the largest principal moment
-TRIANGLE_TOLERANCE = 1e-6  # relative to the largest principal moment: real URDFs are rounded
-ABSOLUTE_TOLERANCE = 1e-18  # kg m^2
 LIMIT_TOLERANCE = 1e-9
 DIGITS = 30  # precision of constants that cannot stay exact
 GRAVITY = sp.ImmutableMatrix([0, 0, sp.Rational(-981, 100)])
@@ -294,7 +309,7 @@ class _Link:
     name: str
     element: _Element
     body: _Body | None  # None: no <inertial> (massless)
-    check: tuple[_Element, str, sp.Matrix] | None = None  # the tensor as written, checked if the link moves
+    check: tuple[_Element, str, sp.Matrix, sp.Expr] | None = None  # tensor as written, mass: checked if it moves
     parent_joint: "_UJoint | None" = None
     child_joints: list["_UJoint"] = field(default_factory=list)
 
@@ -313,7 +328,17 @@ class _UJoint:
     limits: Limits
     viscous: sp.Expr
     coulomb: sp.Expr
-    mimic: _Element | None
+    mimic: "_UMimic | None"
+
+
+@dataclass(frozen=True)
+class _UMimic:
+    """A joint's <mimic>: q = multiplier * q[joint] + offset."""
+
+    element: _Element
+    joint: str
+    multiplier: sp.Expr
+    offset: sp.Expr
 
 
 def _parse_link(reader: _Reader, element: _Element) -> _Link:
@@ -334,35 +359,32 @@ def _parse_link(reader: _Reader, element: _Element) -> _Link:
     inertia = sp.Matrix([[values["ixx"], values["ixy"], values["ixz"]],
                          [values["ixy"], values["iyy"], values["iyz"]],
                          [values["ixz"], values["iyz"], values["izz"]]])
-    check = (inertia_element, f"{field_}.inertia", inertia)
+    check = (inertia_element, f"{field_}.inertia", inertia, mass)
     rotation = origin[:3, :3]
     if rotation != sp.eye(3):
         inertia = (rotation * inertia * rotation.T).applyfunc(_bake)
     return _Link(name, element, _Body(mass, origin[:3, 3], inertia), check=check)
 
 
-def _check_inertia(reader: _Reader, element: _Element, field_: str, inertia: sp.Matrix) -> None:
-    """Positive semi-definite (relative tolerance 1e-9) and the triangle inequality (relative 1e-6).
-
-    Both tolerances are relative to the largest principal moment (plus 1e-18 kg m^2, for tensors
-    that are zero but for rounding noise); the triangle tolerance is loose because real URDFs print
-    their tensors rounded, which often breaks the inequality slightly."""
+def _check_inertia(reader: _Reader, element: _Element, field_: str, inertia: sp.Matrix, mass: sp.Expr,
+                   accept: bool) -> None:
+    """The link's tensor must be physically possible (``physical.check_mass_properties``); with
+    ``accept`` an impossible one gives a DescriptionWarning instead of the error."""
     values = np.array(inertia.evalf(30).tolist(), dtype=float)
-    eigenvalues = np.linalg.eigvalsh(values)
-    scale = float(np.abs(eigenvalues).max())
-    if eigenvalues[0] < -(PSD_TOLERANCE * scale + ABSOLUTE_TOLERANCE):
-        raise reader.error(element, field_, "inertia tensor is not positive semi-definite "
-                           f"(principal moments {', '.join(f'{e:g}' for e in eigenvalues)})")
-    a, b, c = eigenvalues
-    if a + b < c - (TRIANGLE_TOLERANCE * scale + ABSOLUTE_TOLERANCE):
-        raise reader.error(element, field_, "inertia tensor violates the triangle inequality: principal "
-                           f"moments {a:g}, {b:g}, {c:g} cannot belong to a real body (each must be <= the "
-                           f"sum of the other two, within {TRIANGLE_TOLERANCE:g} of the largest)")
+    violations = check_mass_properties(float(mass), values)
+    if not violations:
+        return
+    link = field_.split("]")[0] + "]"
+    message = f"{link}: {describe_violations(violations)}"
+    if not accept:
+        raise reader.error(element, field_, message + " (--accept-invalid-inertia accepts it with a warning)")
+    warnings.warn(DescriptionWarning(reader.path, element.line, field_, message + "; accepted "
+                                     "(accept_invalid_inertia): the model may not be physical"), stacklevel=3)
 
 
 # --- joints ---------------------------------------------------------------------------------------
 
-def _parse_joint(reader: _Reader, element: _Element, locked: bool) -> _UJoint:
+def _parse_joint(reader: _Reader, element: _Element) -> _UJoint:
     name = reader.name(element, "joint", "joint")
     field_ = f"joint[{name}]"
     kind = element.attrib.get("type")
@@ -387,11 +409,16 @@ def _parse_joint(reader: _Reader, element: _Element, locked: bool) -> _UJoint:
     axis = None
     limits = Limits(None, None, None, None)
     viscous = coulomb = sp.Integer(0)
-    mimic = reader.single(element, "mimic", field_)
+    mimic = None
+    mimic_element = reader.single(element, "mimic", field_)
     if kind in MOVING_TYPES:
-        if mimic is not None and not locked:
-            raise reader.error(mimic, f"{field_}.mimic", f"mimic joints are not supported (joint {name!r} "
-                               f"mimics {mimic.attrib.get('joint', '?')!r}); lock it, e.g. lock={{{name!r}: 0.0}}")
+        if mimic_element is not None:
+            mf = f"{field_}.mimic"
+            source = mimic_element.attrib.get("joint")
+            if source is None:
+                raise reader.error(mimic_element, mf, "missing attribute 'joint' (the joint this one mimics)")
+            mimic = _UMimic(mimic_element, source, reader.number(mimic_element, "multiplier", f"{mf}.multiplier", 1),
+                            reader.number(mimic_element, "offset", f"{mf}.offset", 0))
         axis_element = reader.single(element, "axis", field_)
         if axis_element is None:
             components = (sp.Integer(1), sp.Integer(0), sp.Integer(0))  # the URDF default
@@ -413,6 +440,9 @@ def _parse_joint(reader: _Reader, element: _Element, locked: bool) -> _UJoint:
             lower, upper, velocity, effort = values
             if lower is not None and upper is not None and lower > upper:
                 raise reader.error(limit_element, lf, f"lower limit {lower:g} is above upper limit {upper:g}")
+            if lower is not None and lower == upper:
+                # A joint that may not move at all is an exporter's placeholder (lower = upper = 0).
+                lower = upper = None
             for key, value in (("velocity", velocity), ("effort", effort)):
                 if value is not None and value < 0:
                     raise reader.error(limit_element, f"{lf}.{key}", f"{key} limit must not be negative")
@@ -551,61 +581,47 @@ def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | Non
         raise reader.error(xacro, "", f"<{xacro.tag}> is a xacro macro element: expand the file first with xacro")
     # A nameless robot (urdfdom would refuse it) is named after its file, as YAML descriptions are.
     name = _robot_name(robot.attrib.get("name", ""), path)
+    problems = DescriptionErrors()  # every problem of the file, reported together
 
     links: dict[str, _Link] = {}
     for element in robot.find_all("link"):
-        link = _parse_link(reader, element)
-        if link.name in links:
-            raise reader.error(element, f"link[{link.name}]", f"duplicate link name {link.name!r} "
-                               f"(first defined at line {links[link.name].element.line})")
-        links[link.name] = link
-    if not links:
+        with problems.section():
+            link = _parse_link(reader, element)
+            if link.name in links:
+                raise reader.error(element, f"link[{link.name}]", f"duplicate link name {link.name!r} "
+                                   f"(first defined at line {links[link.name].element.line})")
+            links[link.name] = link
+    if not links and not problems:
         raise reader.error(robot, "robot", "the URDF has no <link>")
 
-    lock = dict(lock or {})
     joints: list[_UJoint] = []
     first_line: dict[str, int] = {}
     for element in robot.find_all("joint"):
-        joint = _parse_joint(reader, element, element.attrib.get("name") in lock)
-        if joint.name in first_line:
-            raise reader.error(element, f"joint[{joint.name}]", f"duplicate joint name {joint.name!r} "
-                               f"(first defined at line {first_line[joint.name]})")
-        first_line[joint.name] = element.line
-        joints.append(joint)
+        with problems.section():
+            joint = _parse_joint(reader, element)
+            if joint.name in first_line:
+                raise reader.error(element, f"joint[{joint.name}]", f"duplicate joint name {joint.name!r} "
+                                   f"(first defined at line {first_line[joint.name]})")
+            first_line[joint.name] = element.line
+            joints.append(joint)
 
-    locked: dict[str, sp.Expr] = {}
     by_name = {j.name: j for j in joints}
-    for joint_name, value in lock.items():
-        joint = by_name.get(joint_name)
-        if joint is None:
-            raise reader.error(None, f"lock[{joint_name}]", f"no joint named {joint_name!r} in the URDF")
-        if joint.kind not in MOVING_TYPES:
-            raise reader.error(joint.element, f"lock[{joint_name}]",
-                               f"joint {joint_name!r} is {joint.kind}; only moving joints can be locked")
-        try:
-            position = _lock_value(value, angle=joint.kind != "prismatic")
-        except (ValueError, TypeError, ExpressionError) as exc:
-            raise reader.error(joint.element, f"lock[{joint_name}]", f"invalid position: {exc}") from None
-        low, high = joint.limits.lower, joint.limits.upper
-        numeric = float(position)
-        below = low is not None and numeric < low - LIMIT_TOLERANCE
-        above = high is not None and numeric > high + LIMIT_TOLERANCE
-        if below or above:
-            bounds = f"[{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}]"
-            raise reader.error(joint.element, f"lock[{joint_name}]",
-                               f"position {numeric:g} is outside the joint's limits {bounds}")
-        locked[joint_name] = position
+    locked = _lock_positions(reader, dict(lock or {}), by_name, problems)
+    couplings = _resolve_mimics(reader, joints, by_name, locked, problems)
+    problems.raise_if_any()  # the tree needs every link and joint
 
     root = _build_tree(reader, robot, links, joints)
     frames: dict[str, tuple[int, sp.Matrix]] = {}
-    model_joints = _flatten(reader, root, links, locked, frames)
-    if not model_joints:
+    tree = _flatten(reader, root, links, locked, frames, couplings, accept_invalid_inertia, problems)
+    problems.raise_if_any()
+    if not tree:
         raise reader.error(robot, "robot", "the URDF has no moving joint (revolute, continuous or prismatic) "
                            "left to model" + (" after locking" if locked else ""))
+    _warn_if_mobile_base(reader, root, links)
 
     parameters: tuple[Parameter, ...] = ()
     if runtime_parameters:
-        model_joints, parameters = _parameterise(model_joints)
+        tree, parameters = _parameterise(tree)
 
     tool_link, tool_frame = -1, sp.eye(4)
     if tool is not None:
@@ -616,13 +632,174 @@ def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | Non
             raise reader.error(links[tool].element, "tool", f"link {tool!r} is fixed to the base: it cannot carry "
                                "a tool that moves")
 
+    coordinates, bodies = _coordinates(tree, couplings)
     digest_source = data if data is not None else (text if isinstance(text, bytes) else text.encode())
     summary = f"from URDF {Path(path).name}"
     if locked:
         summary += "; locked " + ", ".join(f"{k}={float(v):g}" for k, v in locked.items())
+    if bodies:
+        summary += "; coupled (mimic) " + ", ".join(
+            f"{j.name} = {_affine(j.mimic, coordinates[j.mimic.source].name)}" for j in bodies if j.mimic is not None)
     return RobotDescription(name=name, path=path, source_sha256=hashlib.sha256(digest_source).hexdigest(),
                             summary=summary, parameters=parameters, gravity=GRAVITY, base=sp.ImmutableMatrix(sp.eye(4)),
-                            joints=tuple(model_joints), tool=sp.ImmutableMatrix(tool_frame), tool_link=tool_link)
+                            joints=coordinates, tool=sp.ImmutableMatrix(tool_frame), tool_link=tool_link,
+                            bodies=bodies)
+
+
+# Words that name parts of legs, wheels and propellers; and root links that name mobile bases.
+_LEG_WORDS = ("hip", "thigh", "knee", "shank", "shin", "calf", "ankle", "foot", "toe", "leg", "haa", "hfe", "kfe")
+_WHEEL_WORDS = ("wheel", "caster")
+_ROTOR_WORDS = ("rotor", "propeller")
+_MOBILE_ROOTS = ("base_footprint", "odom", "chassis", "floating_base")
+
+
+def _mobile_base_signs(root: _Link, links: dict[str, _Link]) -> list[str]:
+    """Why the root link looks like a mobile base rather than a mount ([]: it does not).
+
+    A URDF's root is fixed to the world, which is right for an arm on a table and wrong for a
+    legged, wheeled or flying robot, whose root moves. The signs, any one of which counts:
+
+    * legs: two or more limbs (the subtrees behind the moving joints nearest the root) have a
+      joint or link named like a leg part (hip, thigh, knee, shank, shin, calf, ankle, foot, toe,
+      leg, or ANYmal's HAA/HFE/KFE): humanoids and quadrupeds, not dual-arm robots or hands;
+    * wheels: a moving joint or its child link named like a wheel or caster;
+    * propellers: a moving joint or its child link named like a rotor or propeller;
+    * the root's own name: base_footprint, odom, chassis, floating_base (ROS names for a base
+      that moves in the world; a pelvis or trunk counts through its legs, as an upper body on a
+      stand has none).
+
+    A root named ``world`` is an explicit weld: no sign then."""
+    if root.name.lower() == "world":
+        return []
+    limbs: list[list[str]] = []  # per limb: the names of its joints and links
+    stack = [(root, None)]
+    while stack:
+        link, limb = stack.pop()
+        for joint in link.child_joints:
+            current = limb
+            if current is None and joint.kind != "fixed":
+                current = []
+                limbs.append(current)
+            if current is not None:
+                current += [joint.name.lower(), joint.child.lower()]
+            stack.append((links[joint.child], current))
+    signs = []
+    legs = sum(any(word in name for name in limb for word in _LEG_WORDS) for limb in limbs)
+    if legs >= 2:
+        signs.append(f"{legs} of its {len(limbs)} limbs have leg parts")
+    names = [name for limb in limbs for name in limb]
+    for words, what in ((_WHEEL_WORDS, "wheels"), (_ROTOR_WORDS, "propellers")):
+        found = sorted({name for name in names if any(word in name for word in words)})
+        if found:
+            signs.append(f"{what} ({_preview(found, 4)})")
+    if any(word in root.name.lower() for word in _MOBILE_ROOTS):
+        signs.append(f"its name {root.name!r}")
+    return signs
+
+
+def _warn_if_mobile_base(reader: _Reader, root: _Link, links: dict[str, _Link]) -> None:
+    signs = _mobile_base_signs(root, links)
+    if signs:
+        warnings.warn(DescriptionWarning(
+            reader.path, root.element.line, f"link[{root.name}]",
+            f"the root link {root.name!r} looks like a mobile base ({'; '.join(signs)}), but it is fixed to the "
+            "world, as the URDF convention has it: floating bases are not modelled, so the dynamics is that of "
+            "the robot with its base welded in place"), stacklevel=3)
+
+
+def _lock_positions(reader: _Reader, lock: dict, by_name: dict[str, _UJoint],
+                    problems: DescriptionErrors) -> dict[str, sp.Expr]:
+    """The exact position of every joint the caller locks, checked against its limits."""
+    locked: dict[str, sp.Expr] = {}
+    for joint_name, value in lock.items():
+        with problems.section():
+            joint = by_name.get(joint_name)
+            if joint is None:
+                raise reader.error(None, f"lock[{joint_name}]", f"no joint named {joint_name!r} in the URDF")
+            if joint.kind not in MOVING_TYPES:
+                raise reader.error(joint.element, f"lock[{joint_name}]",
+                                   f"joint {joint_name!r} is {joint.kind}; only moving joints can be locked")
+            try:
+                position = _lock_value(value, angle=joint.kind != "prismatic")
+            except (ValueError, TypeError, ExpressionError) as exc:
+                raise reader.error(joint.element, f"lock[{joint_name}]", f"invalid position: {exc}") from None
+            low, high = joint.limits.lower, joint.limits.upper
+            numeric = float(position)
+            below = low is not None and numeric < low - LIMIT_TOLERANCE
+            above = high is not None and numeric > high + LIMIT_TOLERANCE
+            if below or above:
+                bounds = f"[{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}]"
+                raise reader.error(joint.element, f"lock[{joint_name}]",
+                                   f"position {numeric:g} is outside the joint's limits {bounds}")
+            locked[joint_name] = position
+    return locked
+
+
+def _resolve_mimics(reader: _Reader, joints: list[_UJoint], by_name: dict[str, _UJoint],
+                    locked: dict[str, sp.Expr], problems: DescriptionErrors) -> dict[str, tuple[str, sp.Expr, sp.Expr]]:
+    """Each unlocked mimic joint -> (independent joint, multiplier, offset), chains composed.
+
+    A mimic whose chain ends at a locked joint, or whose composed multiplier is 0, is added to
+    ``locked`` at the position the coupling gives it."""
+    couplings: dict[str, tuple[str, sp.Expr, sp.Expr]] = {}
+    reported: set[tuple[int | None, str]] = set()  # a broken link of a chain is reported once
+    for joint in joints:
+        if joint.mimic is None or joint.kind not in MOVING_TYPES or joint.name in locked:
+            continue
+        try:
+            multiplier, offset = sp.Integer(1), sp.Integer(0)
+            current, seen = joint, [joint.name]
+            while current.mimic is not None and current.name not in locked:
+                mimic = current.mimic
+                field_ = f"joint[{current.name}].mimic"
+                source = by_name.get(mimic.joint)
+                if source is None:
+                    close = [n for n in by_name if n.endswith(mimic.joint)] or \
+                        difflib.get_close_matches(mimic.joint, list(by_name), 3)
+                    hint = f" (did you mean {' or '.join(repr(n) for n in close[:3])}?)" if close else ""
+                    raise reader.error(mimic.element, field_, f"joint {current.name!r} mimics {mimic.joint!r}, "
+                                       f"which is not a joint of this URDF{hint}")
+                if source.kind not in MOVING_TYPES:
+                    raise reader.error(mimic.element, field_, f"joint {current.name!r} mimics {mimic.joint!r}, "
+                                       f"which is a {source.kind} joint (a mimic needs a moving joint to follow)")
+                # q_joint = multiplier * q_current + offset, q_current = m * q_source + o
+                multiplier, offset = multiplier * mimic.multiplier, multiplier * mimic.offset + offset
+                if source.name in seen:
+                    names = " -> ".join(seen + [source.name])
+                    raise reader.error(mimic.element, field_, f"mimic joints form a cycle ({names}): "
+                                       "one of them must be driven by an independent joint")
+                seen.append(source.name)
+                current = source
+            if current.name in locked or multiplier == 0:
+                value = offset + (multiplier * locked[current.name] if multiplier != 0 else 0)
+                locked[joint.name] = _exact_angle(value) if joint.kind != "prismatic" and value.is_Rational else value
+            else:
+                couplings[joint.name] = (current.name, multiplier, offset)
+        except DescriptionError as error:
+            if (error.line, error.message) not in reported:
+                reported.add((error.line, error.message))
+                problems.add(error)
+    return couplings
+
+
+def _coordinates(tree: list[Joint], couplings: Mapping[str, tuple[str, sp.Expr, sp.Expr]]
+                 ) -> tuple[tuple[Joint, ...], tuple[Joint, ...]]:
+    """(the model's coordinates, the tree with its couplings); the tree is () without couplings."""
+    if not any(joint.name in couplings for joint in tree):
+        return tuple(tree), ()
+    independent = [i for i, joint in enumerate(tree) if joint.name not in couplings]
+    index = {tree[i].name: k for k, i in enumerate(independent)}
+    bodies = tuple(dataclasses.replace(joint, mimic=Mimic(index[couplings[joint.name][0]], *couplings[joint.name][1:]))
+                   if joint.name in couplings else joint for joint in tree)
+    coordinate = [index[couplings[j.name][0]] if j.name in couplings else index[j.name] for j in tree]
+    parents = coordinate_parents(bodies, coordinate, len(independent))
+    coordinates = tuple(dataclasses.replace(tree[i], parent=parents[k]) for k, i in enumerate(independent))
+    return coordinates, bodies
+
+
+def _affine(mimic: Mimic, source: str) -> str:
+    text = source if mimic.multiplier == 1 else f"{float(mimic.multiplier):g}*{source}"
+    return text if mimic.offset == 0 else f"{text} {'-' if mimic.offset < 0 else '+'} {abs(float(mimic.offset)):g}"
 
 
 def _preview(names: list[str], limit: int = 12) -> str:
@@ -675,11 +852,17 @@ def _find_xacro(element: _Element) -> _Element | None:
 
 
 def _flatten(reader: _Reader, root: _Link, links: dict[str, _Link], locked: Mapping[str, sp.Expr],
-             frames: dict[str, tuple[int, sp.Matrix]] | None = None) -> list[Joint]:
-    """Model joints depth-first from the root, with fixed (and locked) joints merged away.
+             frames: dict[str, tuple[int, sp.Matrix]] | None = None,
+             couplings: Mapping[str, tuple[str, sp.Expr, sp.Expr]] | None = None,
+             accept_invalid_inertia: bool = False, problems: DescriptionErrors | None = None) -> list[Joint]:
+    """Moving joints depth-first from the root, with fixed (and locked) joints merged away.
 
-    ``frames`` (if given) receives, for every link, the model joint whose body carries it
-    (-1: the base) and the link's pose in that body's frame."""
+    ``frames`` (if given) receives, for every link, the moving joint whose body carries it
+    (-1: the base) and the link's pose in that body's frame. ``couplings`` (mimic joint ->
+    its independent joint, ...) matter to the singularity check: a coordinate is singular when
+    all the joints it moves carry nothing massive. Problems go to ``problems`` (if given)."""
+    problems = problems if problems is not None else DescriptionErrors()
+    couplings = couplings or {}
     pending: list[dict] = []  # per model joint: its fields, and the parts of its body
     carried_by: dict[str, int] = {}  # link name -> model joint index (-1: base)
 
@@ -717,7 +900,8 @@ def _flatten(reader: _Reader, root: _Link, links: dict[str, _Link], locked: Mapp
     # so their tensors are not checked (many URDFs give dummy base links placeholder inertias).
     for link in links.values():
         if link.check is not None and carried_by.get(link.name, -1) >= 0:
-            _check_inertia(reader, *link.check)
+            with problems.section():
+                _check_inertia(reader, *link.check, accept_invalid_inertia)
 
     bodies = [_combine(entry["parts"]) for entry in pending]
     # A joint whose whole subtree is massless makes M singular.
@@ -728,13 +912,20 @@ def _flatten(reader: _Reader, root: _Link, links: dict[str, _Link], locked: Mapp
         if parent >= 0:
             subtree_mass[parent] += subtree_mass[index]
             subtree_inertia[parent] = subtree_inertia[parent] or subtree_inertia[index]
+    singular: dict[str, list[bool]] = {}  # independent joint -> per joint it moves: carries nothing
     for index, entry in enumerate(pending):
         joint = entry["joint"]
-        singular = subtree_mass[index] == 0 and (joint.kind == "prismatic" or not subtree_inertia[index])
-        if singular:
+        empty = subtree_mass[index] == 0 and (joint.kind == "prismatic" or not subtree_inertia[index])
+        singular.setdefault(couplings[joint.name][0] if joint.name in couplings else joint.name, []).append(empty)
+    for entry in pending:
+        joint = entry["joint"]
+        if joint.name not in couplings and all(singular[joint.name]):
             link = links[joint.child]
-            raise reader.error(link.element, f"link[{link.name}]", f"link {link.name!r} carried by joint "
-                               f"{joint.name!r} has no mass and nothing massive beyond it: M would be singular")
+            coupled = " (nor behind the joints that mimic it)" if len(singular[joint.name]) > 1 else ""
+            with problems.section():
+                raise reader.error(link.element, f"link[{link.name}]", f"link {link.name!r} carried by joint "
+                                   f"{joint.name!r} has no mass and nothing massive beyond it{coupled}: "
+                                   f"M would be singular (give it a mass, or lock it: lock={{{joint.name!r}: 0.0}})")
 
     result = []
     for entry, body in zip(pending, bodies):

@@ -26,6 +26,6 @@ def derive_model(description, options: BuildOptions | None = None):
     from .recursive import derive_recursive
 
     options = options or BuildOptions()
-    if resolve_method(options.method, description.n) == "lagrange":
+    if resolve_method(options.method, len(description.tree)) == "lagrange":  # bodies, coupled or not
         return derive_lagrange(description, simplify=options.simplify)
     return derive_recursive(description)

@@ -1,4 +1,4 @@
-"""Pieces both derivation routes share: the model's symbols and geometric Jacobians."""
+"""Pieces both derivation routes share: the model's symbols, joint couplings and geometric Jacobians."""
 
 from __future__ import annotations
 
@@ -14,17 +14,82 @@ def model_symbols(n: int):
             sp.symbols("h_fx h_fy h_fz h_mx h_my h_mz", real=True))
 
 
-def point_jacobian(description: RobotDescription, axes, origins, point: sp.Matrix,
-                   link: int) -> tuple[sp.Matrix, sp.Matrix]:
-    """Geometric Jacobian (linear, angular; base frame) of a point fixed to ``link`` (-1: the base).
+class Coupling:
+    """The map from the model's coordinates to the joints of the kinematic tree (mimic joints):
+    q_tree = G q + b, with one nonzero per row of G (the multiplier).
 
-    ``axes`` and ``origins`` are each joint's axis and a point on it, in the base frame."""
-    n = description.n
+    The tree's dynamics project onto the coordinates: τ = Gᵀ τ_tree(Gq + b, Gq̇, Gq̈),
+    M = Gᵀ M_tree G, C = Gᵀ C_tree G, g = Gᵀ g_tree, friction = Gᵀ friction_tree(G q̇); Jacobians
+    become J_tree G. Without coupled joints G is the identity and every method returns its input."""
+
+    def __init__(self, description: RobotDescription):
+        self.terms = description.couplings  # per tree joint: (coordinate, multiplier, offset)
+        self.n = description.n
+        self.identity = not description.bodies
+        self.coordinate = [c for c, _, _ in self.terms]
+
+    def positions(self, q) -> list[sp.Expr]:
+        return [m * q[c] + o for c, m, o in self.terms]
+
+    def rates(self, qd) -> list[sp.Expr]:
+        """Velocities (or accelerations) of the tree joints: G q̇."""
+        return [m * qd[c] for c, m, _ in self.terms]
+
+    def vector(self, v) -> sp.Matrix:
+        """Gᵀ v for a vector over the tree joints (generalised forces)."""
+        if self.identity:
+            return sp.Matrix(v)
+        out = [sp.Integer(0)] * self.n
+        for i, (c, m, _) in enumerate(self.terms):
+            out[c] += m * v[i]
+        return sp.Matrix(out)
+
+    def matrix(self, a: sp.Matrix) -> sp.Matrix:
+        """Gᵀ A G for a matrix over the tree joints."""
+        if self.identity:
+            return sp.Matrix(a)
+        out = sp.zeros(self.n, self.n)
+        for i, (ci, mi, _) in enumerate(self.terms):
+            for j, (cj, mj, _) in enumerate(self.terms):
+                if a[i, j] != 0:
+                    out[ci, cj] += mi * mj * a[i, j]
+        return out
+
+    def columns(self, j: sp.Matrix) -> sp.Matrix:
+        """J G for a Jacobian over the tree joints."""
+        if self.identity:
+            return sp.Matrix(j)
+        out = sp.zeros(j.rows, self.n)
+        for i, (c, m, _) in enumerate(self.terms):
+            out[:, c] += m * j[:, i]
+        return out
+
+    def friction(self, description: RobotDescription, qd) -> sp.Matrix:
+        """Gᵀ (Fv G q̇ + Fs sgn(G q̇)): each tree joint's friction at its own velocity."""
+        rates = self.rates(qd)
+        return self.vector([joint.viscous * rate + joint.coulomb * sp.sign(rate)
+                            for joint, rate in zip(description.tree, rates)])
+
+
+def point_jacobian(description: RobotDescription, axes, origins, point: sp.Matrix,
+                   link: int, projected: bool = True) -> tuple[sp.Matrix, sp.Matrix]:
+    """Geometric Jacobian (linear, angular; base frame) of a point fixed to ``link`` (-1: the base),
+    with respect to the model's coordinates (``projected``) or to every joint of the tree.
+
+    ``link`` indexes the kinematic tree; ``axes`` and ``origins`` are each tree joint's axis and a
+    point on it, in the base frame. Projected, a coupled joint's column adds, times its
+    multiplier, to its coordinate's."""
+    tree = description.tree
+    if projected:
+        n, terms = description.n, description.couplings
+    else:
+        n, terms = len(tree), [(i, 1, 0) for i in range(len(tree))]
     jv, jw = sp.zeros(3, n), sp.zeros(3, n)
     for j in description.chain(link):
-        if description.joints[j].kind == "revolute":
-            jv[:, j] = axes[j].cross(point - origins[j])
-            jw[:, j] = axes[j]
+        column, multiplier, _ = terms[j]
+        if tree[j].kind == "revolute":
+            jv[:, column] += multiplier * axes[j].cross(point - origins[j])
+            jw[:, column] += multiplier * axes[j]
         else:
-            jv[:, j] = axes[j]
+            jv[:, column] += multiplier * axes[j]
     return jv, jw

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from .. import geometry
-from .common import model_symbols
+from .common import Coupling, model_symbols
 from .common import point_jacobian as geometric_point_jacobian
 from ..description.model import RobotDescription
 
@@ -36,7 +36,7 @@ class SymbolicModel:
     friction: sp.ImmutableMatrix
     kinetic_energy: sp.Expr
     potential_energy: sp.Expr
-    link_transforms: tuple[sp.ImmutableMatrix, ...]
+    link_transforms: tuple[sp.ImmutableMatrix, ...]  # one per joint of the kinematic tree (description.tree)
     tool_pose: sp.ImmutableMatrix
     tool_jacobian: sp.ImmutableMatrix  # 6 x n: linear velocity of the tool origin, then angular velocity
     # Recursive route: the matrices above are expressions over intermediate symbols defined here,
@@ -91,31 +91,41 @@ def _tidy(expr: sp.Expr, simplify: bool, parameters: tuple[sp.Symbol, ...] = ())
 
 
 def derive_lagrange(description: RobotDescription, simplify: bool = True) -> SymbolicModel:
-    """Derive M, C, g, friction, energies and tool kinematics of a serial robot."""
+    """Derive M, C, g, friction, energies and tool kinematics of a serial robot.
+
+    Coupled (mimic) joints: the model is derived in the positions x of every joint of the tree
+    (simplified there, where each angle is one symbol), then projected on the coordinates with
+    x = G q + b: M = Gᵀ M_x G, C = Gᵀ C_x G (the Christoffel matrix of the projected M, G being
+    constant), g = Gᵀ g_x, Jacobians J_x G."""
     start = time.perf_counter()
-    n = description.n
-    q, qd, qdd, tau, wrench = model_symbols(n)
+    q, qd, qdd, tau, wrench = model_symbols(description.n)
+    coupling = Coupling(description)
+    joints = description.tree
+    n = len(joints)
+    if not coupling.identity:  # derive in the tree's own coordinates, project at the end
+        q = sp.symbols(f"x1:{n + 1}", real=True)
+        qd = sp.symbols(f"xd1:{n + 1}", real=True)
     gravity = sp.Matrix(description.gravity)
 
     # Forward kinematics: joint frames (before the motion) and link frames.
     link_frames: list[sp.Matrix] = []
     joint_frames: list[sp.Matrix] = []
-    for i, joint in enumerate(description.joints):
+    for i, joint in enumerate(joints):
         parent = sp.Matrix(description.base) if joint.parent < 0 else link_frames[joint.parent]
         frame = parent * sp.Matrix(joint.placement)
         joint_frames.append(frame)
         link = frame * geometry.screw(joint.kind, sp.Matrix(joint.axis), q[i]) * sp.Matrix(joint.successor)
         link_frames.append(link.applyfunc(lambda e: sp.trigsimp(e) if simplify else e))
 
-    axes = [joint_frames[i][:3, :3] * sp.Matrix(joint.axis) for i, joint in enumerate(description.joints)]
+    axes = [joint_frames[i][:3, :3] * sp.Matrix(joint.axis) for i, joint in enumerate(joints)]
     origins = [joint_frames[i][:3, 3] for i in range(n)]
 
     def point_jacobian(point: sp.Matrix, link: int) -> tuple[sp.Matrix, sp.Matrix]:
-        return geometric_point_jacobian(description, axes, origins, point, link)
+        return geometric_point_jacobian(description, axes, origins, point, link, projected=False)
 
     M = sp.zeros(n, n)
     potential = sp.Integer(0)
-    for i, joint in enumerate(description.joints):
+    for i, joint in enumerate(joints):
         inertial = joint.inertial
         frame = link_frames[i]
         rotation = frame[:3, :3]
@@ -163,14 +173,21 @@ def derive_lagrange(description: RobotDescription, simplify: bool = True) -> Sym
 
     potential = _tidy(potential, simplify, parameters)
     g = sp.Matrix([sp.expand(potential.diff(q[k])) for k in range(n)])
-    friction = sp.Matrix([joint.viscous * qd[i] + joint.coulomb * sp.sign(qd[i])
-                          for i, joint in enumerate(description.joints)])
-    kinetic = (sp.Matrix(qd).T * M * sp.Matrix(qd))[0, 0] / 2
-
     tool = link_frames[description.tool_joint] * sp.Matrix(description.tool)
     tool = tool.applyfunc(sp.expand)
     jv_t, jw_t = point_jacobian(tool[:3, 3], description.tool_joint)
     jacobian = sp.Matrix.vstack(jv_t, jw_t).applyfunc(sp.expand)
+
+    if not coupling.identity:
+        x, xd = q, qd
+        q, qd = model_symbols(description.n)[:2]
+        at = dict(zip(x, coupling.positions(q))) | dict(zip(xd, coupling.rates(qd)))
+        M, C = coupling.matrix(M.xreplace(at)), coupling.matrix(C.xreplace(at))
+        g, potential = coupling.vector(g.xreplace(at)), potential.xreplace(at)
+        link_frames = [frame.xreplace(at) for frame in link_frames]
+        tool, jacobian = tool.xreplace(at), coupling.columns(jacobian.xreplace(at))
+    friction = coupling.friction(description, qd)
+    kinetic = (sp.Matrix(qd).T * M * sp.Matrix(qd))[0, 0] / 2
     end = time.perf_counter()
 
     return SymbolicModel(

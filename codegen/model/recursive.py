@@ -9,6 +9,11 @@ about the base origin (Plücker coordinates, Featherstone's conventions):
   (2021), as in Pinocchio's computeCoriolisMatrix — M is never differentiated;
 * g by the Newton-Euler pass with q̇ = q̈ = 0.
 
+Coupled (mimic) joints: the recursions run over the whole kinematic tree, whose joint
+positions, velocities and accelerations are G q + b, G q̇, G q̈ (``common.Coupling``); τ, M, C,
+g and friction are then projected on the coordinates (Gᵀ τ_tree, Gᵀ M_tree G, ...). The
+articulated-body algorithm has no such projection: it is not built for coupled robots.
+
 Rotors ride on the parent link of their joint with the extra spin
 gear_ratio · q̇_i about their axis; they enter every algorithm as extra bodies
 whose velocity is v_parent + Ψ_m q̇_i.
@@ -26,7 +31,7 @@ import sympy as sp
 
 from .. import geometry
 from ..description.model import RobotDescription
-from .common import model_symbols, point_jacobian
+from .common import Coupling, model_symbols, point_jacobian
 from .lagrange import SymbolicModel
 from .program import Program
 
@@ -73,9 +78,12 @@ def spatial_inertia(mass, com: sp.Matrix, inertia: sp.Matrix) -> sp.Matrix:
 
 def derive_recursive(description: RobotDescription) -> SymbolicModel:
     start = time.perf_counter()
-    n = description.n
-    joints = description.joints
-    q, qd, qdd, tau, wrench = model_symbols(n)
+    joints = description.tree
+    n = len(joints)  # bodies of the tree; the model has description.n coordinates
+    q_model, qd_model, qdd_model, tau, wrench = model_symbols(description.n)
+    coupling = Coupling(description)
+    # The tree's joint positions, velocities and accelerations (the coordinates themselves if uncoupled).
+    q, qd, qdd = coupling.positions(q_model), coupling.rates(qd_model), coupling.rates(qdd_model)
     gravity = sp.Matrix(description.gravity)
     program = Program()
     let_v, let_m = program.vector, program.matrix
@@ -210,7 +218,7 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
     def articulated_body(tool: sp.Matrix, friction: sp.Matrix) -> tuple[sp.Matrix, list[sp.Expr]]:
         """Featherstone's articulated-body algorithm: q̈ and the pivots D_i (> 0 iff M is PD).
 
-        Valid without rotors (a rotor couples its joint to the parent link's motion, which
+        Valid without rotors and coupled joints (a rotor couples its joint to the parent link's motion, which
         this algorithm's joint model does not express). The tool wrench h (base frame, at the
         tool origin) enters as an external force on the tool's link."""
         bias_c = [let_v(psi_dot[i] * qd[i]) for i in range(n)]
@@ -339,9 +347,12 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
                 C[r, k] = program.let(C[r, k] + (jac[r][0].T * products[k])[0, 0])
     t_coriolis = time.perf_counter()
 
-    friction = sp.Matrix([joint.viscous * qd[i] + joint.coulomb * sp.sign(qd[i]) for i, joint in enumerate(joints)])
+    friction = coupling.friction(description, qd_model)
     tool = let_m(link_frames[description.tool_joint] * sp.Matrix(description.tool))
-    aba = None if rotors else articulated_body(tool, friction)
+    aba = None if rotors or not coupling.identity else articulated_body(tool, friction)
+    if not coupling.identity:
+        M, C = coupling.matrix(M).applyfunc(program.let), coupling.matrix(C).applyfunc(program.let)
+        rnea_tau, bias, g = (coupling.vector(v).applyfunc(program.let) for v in (rnea_tau, bias, g))
     t_aba = time.perf_counter()
 
     link_com = [let_v(link_frames[i][:3, :3] * sp.Matrix(j.inertial.com) + link_frames[i][:3, 3])
@@ -354,14 +365,14 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
     potential = program.let(-sum((joint.inertial.mass * (gravity.T * link_com[i])[0, 0]
                                   for i, joint in enumerate(joints)), sp.Integer(0))
                             - sum((mass * (gravity.T * com)[0, 0] for mass, com in rotor_terms), sp.Integer(0)))
-    kinetic = (sp.Matrix(qd).T * M * sp.Matrix(qd))[0, 0] / 2
+    kinetic = (sp.Matrix(qd_model).T * M * sp.Matrix(qd_model))[0, 0] / 2
 
     origins = [frame[:3, 3] for frame in joint_frames]
     jacobian = sp.Matrix.vstack(*point_jacobian(description, axes, origins, tool[:3, 3], description.tool_joint))
     end = time.perf_counter()
 
     return SymbolicModel(
-        description=description, q=q, qd=qd, qdd=qdd, tau=tau, wrench=wrench,
+        description=description, q=q_model, qd=qd_model, qdd=qdd_model, tau=tau, wrench=wrench,
         parameters=description.parameter_symbols,
         M=sp.ImmutableMatrix(M), C=sp.ImmutableMatrix(C), g=sp.ImmutableMatrix(g),
         friction=sp.ImmutableMatrix(friction), kinetic_energy=kinetic, potential_energy=potential,

@@ -119,7 +119,8 @@ def _forward_dynamics(model, options):
             from robodyn.errors import BuildError
 
             raise BuildError("forward dynamics by the articulated-body algorithm needs the recursive route and a "
-                             "robot without motor rotors; use the default (--forward ltdl)")
+                             "robot without motor rotors and without coupled (mimic) joints; use the default "
+                             "(--forward ltdl)")
         qdd, pivots = model.aba
         return (Expressions((_matrix(qdd),), guards=tuple(pivots)),
                 "qdd by the articulated-body algorithm (Featherstone); fails if a pivot D_i <= 0")
