@@ -39,7 +39,7 @@ What becomes of a URDF:
   impossible tensor is an error, or with ``accept_invalid_inertia`` a
   DescriptionWarning;
 * a ``<limit>`` whose lower and upper are equal (exporters' placeholder
-  ``0 0``) gives no position limits;
+  ``0 0``) gives no position limits, and a velocity or effort limit of 0 none;
 * every problem of the file is reported in one DescriptionError (up to 20),
   each with its line and field;
 * numbers are baked as exact SymPy numbers: every decimal in the XML becomes
@@ -443,6 +443,9 @@ def _parse_joint(reader: _Reader, element: _Element) -> _UJoint:
             if lower is not None and lower == upper:
                 # A joint that may not move at all is an exporter's placeholder (lower = upper = 0).
                 lower = upper = None
+            # Likewise a zero velocity or effort limit (double_pendulum.urdf writes all four as 0).
+            velocity = velocity or None
+            effort = effort or None
             for key, value in (("velocity", velocity), ("effort", effort)):
                 if value is not None and value < 0:
                     raise reader.error(limit_element, f"{lf}.{key}", f"{key} limit must not be negative")
