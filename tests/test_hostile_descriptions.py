@@ -91,6 +91,7 @@ CASES = [
             "joints[1].axis[0][0][0]", "nesting deeper than"),
     Hostile("alias_bomb", (ARM.replace("joints:", "joints:\n" + bomb()) + "").encode(), 9, "joints[4]",
             "alias bomb"),
+    Hostile("long_key", (ARM + '"' + "k" * 200 + '": 1\n').encode(), 13, "", "a mapping key of 200 characters"),
     Hostile("tag_timestamp", arm("!!timestamp 2001-12-14"), MASS2_LINE, MASS2, "'!!timestamp' is not allowed"),
     Hostile("tag_binary", arm("!!binary aGVsbG8="), MASS2_LINE, MASS2, "'!!binary' is not allowed"),
     Hostile("tag_int", arm("!!int b"), MASS2_LINE, MASS2, "invalid !!int value 'b'"),

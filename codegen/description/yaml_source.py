@@ -9,11 +9,11 @@ value is built: the text's size (``MAX_CHARS``), the nesting depth
 (``MAX_DEPTH``), the number of nodes the composer creates and the number of
 nodes the tree has once every alias is expanded (``MAX_NODES``: an alias bomb is
 a few hundred bytes that expand to 10^9 nodes), the number of alias uses
-(``MAX_ALIASES``), the digits of an integer (``MAX_INT_DIGITS``). An alias may
-not refer to a node that contains it (``f: &r [*r]``). Only the plain scalar
-types (null, booleans, integers, floats, strings) are built; any other tag
-(``!!timestamp``, ``!!binary``, ``!!python/...``, ``!!set``, merge keys ``<<``)
-is refused before construction.
+(``MAX_ALIASES``), the digits of an integer (``MAX_INT_DIGITS``), the length of
+a key (``MAX_KEY_LENGTH``). An alias may not refer to a node that contains it
+(``f: &r [*r]``). Only the plain scalar types (null, booleans, integers, floats,
+strings) are built; any other tag (``!!timestamp``, ``!!binary``,
+``!!python/...``, ``!!set``, merge keys ``<<``) is refused before construction.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ MAX_DEPTH = 64
 MAX_NODES = 20_000
 MAX_ALIASES = 100
 MAX_INT_DIGITS = 100
+MAX_KEY_LENGTH = 100  # keys end up in every message's field path
 
 
 @dataclass
@@ -83,7 +84,9 @@ class _BoundedLoader(yaml.SafeLoader):
         if isinstance(index, int):
             return _join(here, index)
         key = index.value if isinstance(index, yaml.ScalarNode) else "?"
-        return _join(here, key if isinstance(key, str) else "?")
+        if len(key) > MAX_KEY_LENGTH:  # refused later; until then every field below it would copy it
+            key = key[:MAX_KEY_LENGTH] + "..."
+        return _join(here, key)
 
     def compose_node(self, parent, index):
         field = self._field(index) if parent is not None else ""
@@ -163,6 +166,9 @@ def _build(node: yaml.Node, loader: yaml.SafeLoader, path: str, field: str, line
             key = _scalar(key_node, loader, path, field, key_line)
             if not isinstance(key, str):
                 key = str(key)
+            if len(key) > MAX_KEY_LENGTH:
+                raise DescriptionError(path, key_line, field, f"a mapping key of {len(key)} characters "
+                                       f"(at most {MAX_KEY_LENGTH}): {key[:40]!r}...")
             if key in located.value:
                 raise DescriptionError(path, key_line, _join(field, key), "duplicate key")
             child = _build(value_node, loader, path, _join(field, key), key_line)
