@@ -487,6 +487,26 @@ def test_quarter_turns_are_exact():
     assert abs(placement[2, 2] - sp.cos(sp.Rational(15707963, 10**7))) < 1e-29
 
 
+def test_every_problem_is_reported_at_once():
+    negative = UNIT.replace('mass value="1"', 'mass value="-1"')
+    text = (TREE.replace(f'<link name="l1">{UNIT}', f'<link name="l1">{negative}')
+            .replace('<joint name="r2_joint" type="revolute">', '<joint name="r2_joint" type="spherical">')
+            .replace('<parent link="l1"/><child link="l2"/><axis xyz="0 1 0"/>',
+                     '<parent link="l1"/><child link="l2"/><axis xyz="0 one 0"/>'))
+    with pytest.raises(DescriptionError) as info:
+        parse_urdf_text(text, "tree.urdf")
+    problems = [(p.line, p.field) for p in info.value.problems]
+    assert problems == [(3, "link[l1].inertial.mass"), (7, "joint[r2_joint].type"), (10, "joint[l2_joint].axis")]
+    assert str(info.value).startswith("3 problems:") and "tree.urdf:7: joint[r2_joint].type: " in str(info.value)
+    # Once they parse, the physics of every moving link is checked, again all in one run.
+    flat = UNIT.replace('izz="1"', 'izz="3"')
+    text = TREE.replace(f'<link name="l1">{UNIT}', f'<link name="l1">{flat}').replace(
+        f'<link name="r2">{UNIT}', f'<link name="r2">{flat}')
+    with pytest.raises(DescriptionError) as info:
+        parse_urdf_text(text, "tree.urdf")
+    assert [p.field for p in info.value.problems] == ["link[l1].inertial.inertia", "link[r2].inertial.inertia"]
+
+
 def test_nameless_robot_is_named_after_the_file():
     assert parse_urdf_text(TREE.replace(' name="Y-Shape 2"', ""), "/somewhere/My Arm.urdf").name == "my_arm"
 
@@ -565,3 +585,40 @@ def test_invalid_urdf_is_rejected(name):
     assert f"{case.path}:{case.line}: " in shown
     if case.field:
         assert f" {case.field}: " in shown
+
+
+def test_mutated_urdfs_fail_only_with_description_errors():
+    """Hand-made damage (odd attribute values, missing attributes and elements, changed joint types,
+    mimic tags pointing anywhere) to the test URDFs: a DescriptionError or a description, nothing else."""
+    import random
+    import xml.etree.ElementTree as ET
+
+    values = ["", "nan", "inf", "-1", "1e400", "abc", "0 0", "0", "1 2 3", "-0", "j1", "1e30"]
+    rng = random.Random(0)
+    sources = sorted(URDFS.glob("*.urdf")) + sorted(CORPUS.glob("*.urdf"))
+    for path in sources:
+        try:
+            original = ET.parse(path).getroot()
+        except ET.ParseError:
+            continue  # malformed on purpose
+        for _ in range(8):
+            root = ET.fromstring(ET.tostring(original))
+            elements = list(root.iter())
+            for _ in range(rng.randint(1, 3)):
+                element, roll = rng.choice(elements), rng.random()
+                if roll < 0.5 and element.attrib:
+                    element.attrib[rng.choice(list(element.attrib))] = rng.choice(values)
+                elif roll < 0.65 and element.attrib:
+                    del element.attrib[rng.choice(list(element.attrib))]
+                elif roll < 0.8 and len(element):
+                    element.remove(rng.choice(list(element)))
+                elif element.tag == "joint":
+                    names = [j.get("name", "") for j in root.iter("joint")] + ["nowhere"]
+                    ET.SubElement(element, "mimic", joint=rng.choice(names), multiplier=rng.choice(values + ["2"]))
+            for options in ({}, {"runtime_parameters": True}, {"accept_invalid_inertia": True}):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DescriptionWarning)
+                    try:
+                        parse_urdf_text(ET.tostring(root), path.name, **options)
+                    except DescriptionError:
+                        pass
