@@ -90,7 +90,8 @@ def test_the_docs_table_lists_every_urdf():
 def test_whole_sweep(relative, cache_dir):
     """Each URDF in its own process: no exception other than a DescriptionError; every robot that
     Pinocchio loads with a moving joint loads here (with a documented option at most) and agrees."""
-    record = urdf_sweep._run_worker(relative, str(cache_dir), None, urdf_sweep.STATES)
+    cache = os.environ.get("ROBODYN_CACHE_DIR") or str(cache_dir)  # a kept cache makes a re-run cheap
+    record = urdf_sweep._run_worker(relative, cache, None, urdf_sweep.STATES)
     assert record.result != "error", f"{record.reason}\n{record.traceback}"
     if record.pinocchio.startswith("nv=") and record.pinocchio != "nv=0":
         assert record.loads, record

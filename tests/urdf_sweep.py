@@ -191,11 +191,14 @@ def _lock_position(joint: dict) -> float:
     return min(max(0.0, low), high) if low is not None and high is not None and low < high else 0.0
 
 
-def _option_text(options: dict) -> str:
+def _option_text(options: dict, short: bool = False) -> str:
     parts = []
     for key, value in sorted(options.items()):
         if key == "lock":
-            parts.append("lock=" + ",".join(f"{name}={v:g}" for name, v in sorted(value.items())))
+            locks = [f"{name}={v:g}" for name, v in sorted(value.items())]
+            if short and len(locks) > 2:
+                locks = locks[:2] + [f"… ({len(locks)} joints)"]
+            parts.append("lock=" + ",".join(locks))
         else:
             parts.append(f"{key}={value}")
     return "; ".join(parts)
@@ -369,7 +372,7 @@ def sweep_one(relative: str, cache_dir: str | Path | None = None, states: int = 
                     remedy = merge(options, _remedies(exc, path))
                     if remedy == options:
                         if options:  # the remedy did not suffice: report what stopped it
-                            record.reason += f"; with {_option_text(options)}: {_problem(exc)}"
+                            record.reason += f"; with {_option_text(options, short=True)}: {_problem(exc)}"
                             record.option = ""
                         break
                     options = remedy
@@ -576,6 +579,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", type=Path, help="write the report (the docs table) here")
     parser.add_argument("--json", type=Path, help="write the records here")
     parser.add_argument("--from-json", type=Path, help="report the records of an earlier --json run, run nothing")
+    parser.add_argument("--merge", type=Path, metavar="JSON",
+                        help="start from the records of an earlier --json run and replace those run now (e.g. with "
+                        "--only: re-run a few robots, report them all)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -603,6 +609,10 @@ def main(argv: list[str] | None = None) -> int:
 
         records = sweep(run, args.jobs, args.cache_dir, args.timeout, args.states, progress)
         records += [Record(f, result="skipped", reason="enormous build: run with --all") for f in skipped]
+        if args.merge:
+            merged = {r["file"]: Record(**r) for r in json.loads(args.merge.read_text())}
+            merged.update((r.file, r) for r in records if not (r.result == "skipped" and r.file in merged))
+            records = list(merged.values())
         records.sort(key=lambda r: r.file)
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in records], indent=1, sort_keys=True) + "\n")
