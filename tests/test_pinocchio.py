@@ -189,13 +189,13 @@ def test_tool_on_a_merged_link_follows_pinocchio_frame(tmp_path):
 
 
 def test_placeholder_limits_do_not_fool_the_selfcheck(tmp_path):
-    """double_pendulum.urdf carries exporter placeholder limits (lower = upper = 0): the self-check
-    samples the whole circle instead of the single position q = 0, where Mdot - 2C would be noise."""
+    """double_pendulum.urdf carries exporter placeholder limits (lower = upper = 0): they are dropped,
+    and the self-check samples the whole circle instead of the single position q = 0."""
     relative = "double_pendulum_description/urdf/double_pendulum.urdf"
     path = _urdf(relative)
     robot = robodyn.load(path, cache_dir=tmp_path)
     assert robot.selfcheck["passed"]
-    assert robot.joint_limits[0]["lower"] == robot.joint_limits[0]["upper"] == 0.0
+    assert robot.joint_limits[0]["lower"] is None and robot.joint_limits[0]["upper"] is None  # placeholders dropped
     model = _pinocchio_model(path, ())
     data = model.createData()
     rng = np.random.default_rng(2)
