@@ -29,6 +29,7 @@ entries and lock files.
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import json
 import math
@@ -343,7 +344,7 @@ def mutate_tree(rng: random.Random, data: bytes, urdf: bool) -> tuple[bytes, str
         tree = _set(tree, path, marker)
     elif op == "duplicate_joints" and isinstance(tree, dict) and isinstance(tree.get("joints"), list) and tree["joints"]:
         joint = rng.choice(tree["joints"])
-        tree["joints"] = tree["joints"] + [json.loads(json.dumps(joint)) for _ in range(rng.choice((1, 5, 30, 200)))]
+        tree["joints"] = tree["joints"] + [copy.deepcopy(joint) for _ in range(rng.choice((1, 5, 30, 200)))]
         where = "joints"
     elif op == "swap" and len(paths) > 2:
         other = rng.choice(paths)
@@ -472,7 +473,7 @@ def make_case(seed: int, index: int, seeds: list[Path] | None = None) -> Case:
     urdf = source.suffix == ".urdf"
     try:
         mutated, mutation = MUTATORS[level](rng, data, urdf)
-    except (RecursionError, ValueError, ArithmeticError) as exc:  # a mutation the mutator itself cannot make
+    except (RecursionError, ValueError, TypeError, ArithmeticError) as exc:  # a mutation the mutator cannot make
         mutated, mutation = mutate_bytes(rng, data, urdf)
         mutation = f"({level} failed: {type(exc).__name__}) {mutation}"
     return Case(seed, index, level, source.relative_to(ROOT).as_posix(), mutation, mutated)

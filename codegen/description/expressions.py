@@ -22,12 +22,23 @@ from typing import Callable, Mapping
 
 import sympy as sp
 
+def _abs(value: sp.Expr) -> sp.Expr:
+    """|value|; a constant's sign is decided from 30 digits (SymPy's Abs expands products of sums of
+    trigonometric constants to decide it, without bound)."""
+    if value.free_symbols or isinstance(value, sp.Number):
+        return sp.Abs(value)
+    number = value.evalf(30)
+    if number.is_real and number.is_Number and abs(number) > sp.Float("1e-25"):
+        return value if number > 0 else -value
+    return sp.Abs(value, evaluate=False)
+
+
 FUNCTIONS: dict[str, Callable[[sp.Expr], sp.Expr]] = {
     "sin": sp.sin,
     "cos": sp.cos,
     "tan": sp.tan,
     "sqrt": sp.sqrt,
-    "abs": sp.Abs,
+    "abs": _abs,
 }
 CONSTANTS: dict[str, sp.Expr] = {"pi": sp.pi}
 
@@ -38,6 +49,8 @@ MAX_ORDER = 100  # literals: magnitudes from 1e-100 to 1e100
 MAX_DIGITS = 60  # digits of a literal (a double needs 17)
 MAX_EXPONENT_DIGITS = 4
 MAX_RESULT_ORDER = 300  # every constant an expression builds stays within a double's range, 1e-300..1e300
+MAX_EXPONENT_DENOMINATOR = 12
+MAX_RESULT_DIGITS = 400  # ... and its exact numerator and denominator within 400 digits (1/3^16 + 1/7^16 ...)
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
@@ -84,6 +97,27 @@ def _order_of_rational(value: sp.Rational) -> float:
 
 
 _LOG10_2 = math.log10(2)
+
+
+def _check_nonnegative(value: sp.Expr, what: str) -> None:
+    """A constant under a root must not be negative (nor complex): SymPy's exact powers of complex
+    constants can take unbounded time, and a description's values are real."""
+    if value.free_symbols:
+        return
+    number = value.evalf(30)
+    if not number.is_Number or number.is_real is False or number < -sp.Float("1e-25"):
+        raise ExpressionError(f"{what} is {_shown(number)}; it must not be negative or complex")
+
+
+def _shown(value: sp.Expr) -> str:
+    text = str(value)
+    return text if len(text) <= 40 else text[:30] + "..."
+
+
+def _digits(value: sp.Expr) -> float:
+    """Decimal digits of the longest numerator or denominator among the rational numbers in ``value``."""
+    return max((max(abs(r.p).bit_length(), r.q.bit_length()) * _LOG10_2 for r in value.atoms(sp.Rational)),
+               default=0.0)
 
 
 def _order(value: sp.Expr) -> float | None:
@@ -201,6 +235,13 @@ class _Parser:
                     or abs(float(exponent)) > MAX_EXPONENT:
                 raise ExpressionError(f"the exponent at column {token.column} must be a constant between "
                                       f"-{MAX_EXPONENT} and {MAX_EXPONENT}")
+            if isinstance(exponent, sp.Rational) and exponent.q > MAX_EXPONENT_DENOMINATOR:
+                # SymPy's exact fractional powers factor and root-test their bases: (81.81)^-1.10668847 hangs.
+                raise ExpressionError(f"the exponent at column {token.column} must be an integer or a fraction with "
+                                      f"a denominator of at most {MAX_EXPONENT_DENOMINATOR} (such as 0.5, 1/3 or "
+                                      f"1.25), not {_shown(exponent)}")
+            if not exponent.is_integer:
+                _check_nonnegative(base, f"the base of the fractional power at column {token.column}")
             if base == 0 and float(exponent) <= 0:
                 raise ExpressionError(f"0 raised to a power <= 0 at column {token.column}")
             # Towers such as ((9^16)^16)^16: estimate the power's size before computing it exactly.
@@ -208,6 +249,12 @@ class _Parser:
             if order is not None and abs(order * float(exponent)) > MAX_RESULT_ORDER + 1:
                 raise ExpressionError(f"the power at column {token.column} is about 1e{order * float(exponent):.0f}; "
                                       f"constants must stay between 1e-{MAX_RESULT_ORDER} and 1e{MAX_RESULT_ORDER}")
+            # A power of a constant with fractional exponents makes SymPy factor (and primality-test) its
+            # exact parts: ((6.98^6.98)^6.98) has moderate size but 600-digit parts. Bound their digits.
+            digits = _digits(base) * abs(float(exponent))
+            if digits > MAX_RESULT_DIGITS:
+                raise ExpressionError(f"the power at column {token.column} would need exact numbers of about "
+                                      f"{digits:.0f} digits (at most {MAX_RESULT_DIGITS})")
             return self.bounded(lambda: base ** exponent, token)
         return base
 
@@ -228,6 +275,9 @@ class _Parser:
                 raise ExpressionError(f"the result at column {token.column} has a constant of about "
                                       f"1e{_order_of_rational(number):.0f}; constants must stay between "
                                       f"1e-{MAX_RESULT_ORDER} and 1e{MAX_RESULT_ORDER}")
+        if _digits(value) > MAX_RESULT_DIGITS:
+            raise ExpressionError(f"the result at column {token.column} has an exact number of about "
+                                  f"{_digits(value):.0f} digits (at most {MAX_RESULT_DIGITS})")
         return value
 
     def atom(self) -> sp.Expr:
@@ -239,6 +289,8 @@ class _Parser:
                 self.expect("(")
                 argument = self.expr()
                 self.expect(")")
+                if token.text == "sqrt":
+                    _check_nonnegative(argument, f"the argument of sqrt at column {token.column}")
                 return self.bounded(lambda: FUNCTIONS[token.text](argument), token)
             if token.text in CONSTANTS:
                 return CONSTANTS[token.text]
