@@ -28,8 +28,8 @@ removes temporaries left by dead processes (``robodyn.cache.tidy``).
 
 ``progress(message)`` receives one line per stage (start and end, with times);
 ``delayed_progress`` turns a writer into one that stays silent for builds
-shorter than a second. The model stage (codegen.model) may call the same
-callable for finer progress (per joint) once it takes one.
+shorter than a second. The model stage (codegen.model) hears the same callable
+for finer progress: per joint on the Lagrange route, per algorithm on the recursive one.
 """
 
 from __future__ import annotations
@@ -313,7 +313,7 @@ def _build(request: Request, description, say: Progress, started: float, parse_s
     binding = translate_binding(Entry(request.root, description.name, request.key).module_name)
     try:
         say(f"deriving the model of {description.n} joints ({request.options.method} method)")
-        model = derive_model(description, request.options)
+        model = derive_model(description, request.options, progress=say)
         say(f"derived the {model.method} model in {lap('derive_s'):.2f} s")
         say("simplifying and emitting C for the routines")
         routines = define_routines(model, request.options)

@@ -20,12 +20,13 @@ def resolve_method(method: str, n: int) -> str:
     return method
 
 
-def derive_model(description, options: BuildOptions | None = None):
-    """RobotDescription -> SymbolicModel by the route the options choose."""
+def derive_model(description, options: BuildOptions | None = None, progress=None):
+    """RobotDescription -> SymbolicModel by the route the options choose; ``progress(message)`` hears
+    each step of the derivation (per joint on the Lagrange route, per algorithm on the recursive one)."""
     from .lagrange import derive_lagrange
     from .recursive import derive_recursive
 
     options = options or BuildOptions()
     if resolve_method(options.method, len(description.tree)) == "lagrange":  # bodies, coupled or not
-        return derive_lagrange(description, simplify=options.simplify)
-    return derive_recursive(description)
+        return derive_lagrange(description, simplify=options.simplify, progress=progress)
+    return derive_recursive(description, progress=progress)

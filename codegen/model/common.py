@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import sympy as sp
 
 from ..description.model import RobotDescription
+
+#: A callable that hears one line of progress at a time (the pipeline prints it on stderr).
+Progress = Callable[[str], None]
 
 
 def model_symbols(n: int):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from .. import geometry
-from .common import Coupling, model_symbols
+from .common import Coupling, Progress, model_symbols
 from .common import point_jacobian as geometric_point_jacobian
 from ..description.model import RobotDescription
 
@@ -90,7 +90,8 @@ def _tidy(expr: sp.Expr, simplify: bool, parameters: tuple[sp.Symbol, ...] = ())
     return result
 
 
-def derive_lagrange(description: RobotDescription, simplify: bool = True) -> SymbolicModel:
+def derive_lagrange(description: RobotDescription, simplify: bool = True,
+                    progress: Progress | None = None) -> SymbolicModel:
     """Derive M, C, g, friction, energies and tool kinematics of a serial robot.
 
     Coupled (mimic) joints: the model is derived in the positions x of every joint of the tree
@@ -98,6 +99,7 @@ def derive_lagrange(description: RobotDescription, simplify: bool = True) -> Sym
     x = G q + b: M = Gᵀ M_x G, C = Gᵀ C_x G (the Christoffel matrix of the projected M, G being
     constant), g = Gᵀ g_x, Jacobians J_x G."""
     start = time.perf_counter()
+    say = progress or (lambda message: None)
     q, qd, qdd, tau, wrench = model_symbols(description.n)
     coupling = Coupling(description)
     joints = description.tree
@@ -123,9 +125,11 @@ def derive_lagrange(description: RobotDescription, simplify: bool = True) -> Sym
     def point_jacobian(point: sp.Matrix, link: int) -> tuple[sp.Matrix, sp.Matrix]:
         return geometric_point_jacobian(description, axes, origins, point, link, projected=False)
 
+    say(f"  kinematics of {n} links: {time.perf_counter() - start:.2f} s")
     M = sp.zeros(n, n)
     potential = sp.Integer(0)
     for i, joint in enumerate(joints):
+        say(f"  energy of link {i + 1}/{n} ({joint.link_name})")
         inertial = joint.inertial
         frame = link_frames[i]
         rotation = frame[:3, :3]
@@ -150,7 +154,9 @@ def derive_lagrange(description: RobotDescription, simplify: bool = True) -> Sym
             potential -= rotor.mass * (gravity.T * rotor_com)[0, 0]
 
     parameters = description.parameter_symbols
-    M = M.applyfunc(lambda e: _tidy(e, simplify, parameters))
+    for row in range(n):
+        say(f"  {'simplifying' if simplify else 'collecting'} row {row + 1}/{n} of M")
+        M[row, row:] = M[row, row:].applyfunc(lambda e: _tidy(e, simplify, parameters))
     # Exact symmetry, whatever the simplifier did to the two triangles.
     for a_ in range(n):
         for b_ in range(a_ + 1, n):
@@ -162,6 +168,7 @@ def derive_lagrange(description: RobotDescription, simplify: bool = True) -> Sym
     dM = [M.diff(q[k]) for k in range(n)]
     C = sp.zeros(n, n)
     for k in range(n):
+        say(f"  Christoffel symbols, row {k + 1}/{n} of C")
         for j in range(n):
             entry = sp.Integer(0)
             for i in range(n):

@@ -31,7 +31,7 @@ import sympy as sp
 
 from .. import geometry
 from ..description.model import RobotDescription
-from .common import Coupling, model_symbols, point_jacobian
+from .common import Coupling, Progress, model_symbols, point_jacobian
 from .lagrange import SymbolicModel
 from .program import Program
 
@@ -76,8 +76,10 @@ def spatial_inertia(mass, com: sp.Matrix, inertia: sp.Matrix) -> sp.Matrix:
     return out
 
 
-def derive_recursive(description: RobotDescription) -> SymbolicModel:
+def derive_recursive(description: RobotDescription, progress: Progress | None = None) -> SymbolicModel:
+    """``progress(message)``, if given, hears each algorithm as it finishes (with its time)."""
     start = time.perf_counter()
+    say = progress or (lambda message: None)
     joints = description.tree
     n = len(joints)  # bodies of the tree; the model has description.n coordinates
     q_model, qd_model, qdd_model, tau, wrench = model_symbols(description.n)
@@ -259,6 +261,7 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
     bias = newton_euler(True, False, True)
     g = newton_euler(False, False, True)
     t_rnea = time.perf_counter()
+    say(f"  Newton-Euler (torque, bias, gravity) over {n} bodies: {t_rnea - t0:.2f} s")
 
     # Composite-rigid-body algorithm.
     composite = [sp.Matrix(link_inertia[i]) for i in range(n)]
@@ -298,6 +301,7 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
 
             project_up(parent, f, add)
     t_crba = time.perf_counter()
+    say(f"  composite rigid body (mass matrix): {t_crba - t_rnea:.2f} s")
 
     # Coriolis matrix (Echeandia & Wensing 2021, Algorithm 1) in local coordinates: with
     # B(I, v) = ½[(v×*) I + (I v)×̄* − I (v×)], C = Σ_bodies Jᵀ (I J̇ + B J).
@@ -346,6 +350,7 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
             for k in jac:
                 C[r, k] = program.let(C[r, k] + (jac[r][0].T * products[k])[0, 0])
     t_coriolis = time.perf_counter()
+    say(f"  Coriolis matrix: {t_coriolis - t_crba:.2f} s")
 
     friction = coupling.friction(description, qd_model)
     tool = let_m(link_frames[description.tool_joint] * sp.Matrix(description.tool))
@@ -354,6 +359,7 @@ def derive_recursive(description: RobotDescription) -> SymbolicModel:
         M, C = coupling.matrix(M).applyfunc(program.let), coupling.matrix(C).applyfunc(program.let)
         rnea_tau, bias, g = (coupling.vector(v).applyfunc(program.let) for v in (rnea_tau, bias, g))
     t_aba = time.perf_counter()
+    say(f"  articulated body / couplings: {t_aba - t_coriolis:.2f} s")
 
     link_com = [let_v(link_frames[i][:3, :3] * sp.Matrix(j.inertial.com) + link_frames[i][:3, 3])
                 for i, j in enumerate(joints)]
