@@ -96,3 +96,18 @@ def test_articulated_body_forward_dynamics_equals_ltdl(tmp_path):
 
     with pytest.raises(BuildError, match="articulated-body.*motor rotors"):
         robodyn.load(ROBOTS / "rrr.yaml", cache_dir=tmp_path, method="recursive", forward="aba")
+
+
+def test_auto_recurses_for_generic_fixed_rotations():
+    """A 3-joint URDF with generic rpy angles (cos(3/10) in every closed form) takes the recursive
+    route under "auto": simplifying its Lagrange M took minutes. Exact angles keep the closed forms."""
+    from pathlib import Path
+
+    from codegen.description import parse_path
+    from codegen.model import derive_model, exact_rotations
+
+    here = Path(__file__).parent
+    split = parse_path(here / "urdf" / "split_link.urdf")
+    assert split.n == 3 and not exact_rotations(split)
+    assert derive_model(split).method == "recursive"
+    assert exact_rotations(parse_path(here.parent / "robots" / "rrr.yaml"))

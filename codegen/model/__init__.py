@@ -9,15 +9,37 @@ from robodyn.options import BuildOptions
 LAGRANGE_MAX_JOINTS = 3
 
 
-def resolve_method(method: str, n: int) -> str:
-    """The route "auto" stands for: Lagrange up to LAGRANGE_MAX_JOINTS joints, recursive beyond."""
+def resolve_method(method: str, n: int, exact_rotations: bool = True) -> str:
+    """The route "auto" stands for: Lagrange up to LAGRANGE_MAX_JOINTS joints whose fixed rotations are
+    exact (see ``exact_rotations``), recursive otherwise."""
     from robodyn.options import METHODS
 
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
     if method == "auto":
-        return "lagrange" if n <= LAGRANGE_MAX_JOINTS else "recursive"
+        return "lagrange" if n <= LAGRANGE_MAX_JOINTS and exact_rotations else "recursive"
     return method
+
+
+def exact_rotations(description) -> bool:
+    """Whether every fixed rotation of the tree is built from right angles or rational multiples of pi.
+
+    Generic angles (URDF rpy such as 0.3 rad) leave cos(3/10) and sin(3/10) in the closed forms, and
+    simplifying M with them takes minutes even for three joints, with nothing readable to show for it:
+    such robots take the recursive route."""
+    import sympy as sp
+
+    for joint in description.tree:
+        for transform in (joint.placement, joint.successor):
+            for entry in sp.Matrix(transform)[:3, :3]:
+                if not entry.is_number:
+                    continue  # a symbolic parameter: the user asked for closed forms in it
+                if entry.has(sp.Float):
+                    return False
+                for trig in entry.atoms(sp.sin, sp.cos, sp.tan):
+                    if not (trig.args[0] / sp.pi).is_rational:
+                        return False
+    return True
 
 
 def derive_model(description, options: BuildOptions | None = None, progress=None):
@@ -27,6 +49,8 @@ def derive_model(description, options: BuildOptions | None = None, progress=None
     from .recursive import derive_recursive
 
     options = options or BuildOptions()
-    if resolve_method(options.method, len(description.tree)) == "lagrange":  # bodies, coupled or not
+    method = resolve_method(options.method, len(description.tree),  # bodies, coupled or not
+                            options.method != "auto" or exact_rotations(description))
+    if method == "lagrange":
         return derive_lagrange(description, simplify=options.simplify, progress=progress)
     return derive_recursive(description, progress=progress)

@@ -278,20 +278,33 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+#: Descriptions larger than this are refused before they are read (the parsers' own limits are
+#: lower: 1 MB of YAML, 10 MB of URDF); the largest real URDFs are a few hundred kilobytes.
+MAX_DESCRIPTION_BYTES = 10_000_000
+
+
 def read_description(path) -> bytes:
     """The bytes of a description file; DescriptionError if it is not a readable regular file
-    (a directory or a FIFO would fail late or block)."""
+    (a directory or a FIFO would fail late or block) or is larger than MAX_DESCRIPTION_BYTES."""
     import stat
 
     from .errors import DescriptionError
 
     path = Path(path)
     try:
-        mode = path.stat().st_mode
+        status = path.stat()
+        mode = status.st_mode
         if not stat.S_ISREG(mode):
             kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
             raise DescriptionError(str(path), None, "", f"cannot read the description: {kind}")
-        return path.read_bytes()
+        data = b""
+        if status.st_size <= MAX_DESCRIPTION_BYTES:
+            with path.open("rb") as stream:
+                data = stream.read(MAX_DESCRIPTION_BYTES + 1)  # a file growing meanwhile is caught too
+        if status.st_size > MAX_DESCRIPTION_BYTES or len(data) > MAX_DESCRIPTION_BYTES:
+            raise DescriptionError(str(path), None, "", f"the file is larger than {MAX_DESCRIPTION_BYTES} bytes, "
+                                   "too large for a robot description")
+        return data
     except OSError as exc:
         raise DescriptionError(str(path), None, "", f"cannot read the description: {exc.strerror}") from None
 

@@ -137,6 +137,8 @@ def _tool_offset(value) -> tuple[float, ...]:
             raise ValueError(f"tool_offset: expected X,Y,Z or X,Y,Z,ROLL,PITCH,YAW numbers, got {value!r}") from None
     try:
         numbers = tuple(float(v) for v in value)
+    except OverflowError:
+        raise ValueError("tool_offset: the numbers must be at most 1e6 in magnitude") from None
     except (TypeError, ValueError):
         raise TypeError(f"tool_offset: expected 3 or 6 numbers, got {value!r}") from None
     if any(isinstance(v, (bool, str)) for v in value):
@@ -168,7 +170,10 @@ def _lock_pairs(value) -> tuple[tuple[str, float], ...]:
                 ok = False
             if not ok:
                 raise TypeError(f"lock: {name}: expected a number, got {position!r}")
-        position = float(position)
+        try:
+            position = float(position)
+        except OverflowError:  # an int beyond the double range, such as 10**400
+            raise ValueError(f"lock: {name}: the position is out of range (an integer of about {int(position.bit_length() * 0.30103) + 1} digits)") from None
         if not math.isfinite(position):
             raise ValueError(f"lock: {name}: position must be finite, got {position}")
         pairs[name] = position
