@@ -398,7 +398,8 @@ def sweep_one(relative: str, cache_dir: str | Path | None = None, states: int = 
     except Exception as exc:  # noqa: BLE001 - anything else is a bug: keep its traceback
         record.result = "error"
         record.traceback = _short(traceback.format_exc())
-        record.reason = _short(f"{type(exc).__name__}: {(str(exc).strip() or '?').splitlines()[0]}")
+        message = " ".join(line.strip() for line in str(exc).strip().splitlines()[:3]) or "?"
+        record.reason = _short(f"{type(exc).__name__}: {message}")
     return record
 
 
