@@ -75,3 +75,26 @@ def dh_modified(a, alpha, d, theta) -> tuple[sp.Matrix, sp.Matrix]:
     """Craig's convention: Rx(alpha) Tx(a) Rz(theta) Tz(d)."""
     placement = homogeneous(rot_x(alpha), [a, 0, 0]) * homogeneous(rot_z(theta), [0, 0, d])
     return placement, sp.eye(4)
+
+
+AXIS_DIGITS = 30  # precision of an axis that cannot be normalised exactly
+
+
+def unit_vector(components: list[sp.Expr], norm_squared: sp.Expr) -> list[sp.Expr]:
+    """The unit vector, without ``simplify`` (unbounded on nested radicals and trigonometric constants):
+    exact when the squared norm is a rational of small terms (after expanding a small expression) or
+    already 1 to 40 digits; otherwise 30-digit floats, as the URDF front end bakes constants. (An exact
+    sqrt of a rational with large terms, such as 1 + 6.12e-17², from an exporter's rounding noise,
+    would leave sqrt of an integer beyond any machine integer in the model.)"""
+    if not isinstance(norm_squared, sp.Rational) and sp.count_ops(norm_squared) <= 60:
+        norm_squared = sp.expand(norm_squared)
+    if isinstance(norm_squared, sp.Rational) and max(abs(norm_squared.p), norm_squared.q) < 10 ** 12:
+        try:
+            norm = sp.sqrt(norm_squared)
+            return [c / norm for c in components]
+        except ValueError:  # SymPy 1.14's factor cache can fail on large integers
+            pass
+    if abs(sp.N(norm_squared - 1, 40)) < sp.Float("1e-35"):
+        return components
+    norm = sp.sqrt(norm_squared.evalf(AXIS_DIGITS + 10))  # a float: no factoring of a large rational
+    return [(c / norm).evalf(AXIS_DIGITS) for c in components]

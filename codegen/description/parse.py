@@ -226,28 +226,7 @@ def _parse_axis(node: _Node) -> sp.ImmutableMatrix:
     length = math.sqrt(abs(node.numeric(norm_squared)))
     if length < 1e-6:
         raise node.error("axis must not be the zero vector" + (f" (its length is {length:.3g})" if length else ""))
-    return sp.ImmutableMatrix(_normalised(components, norm_squared))
-
-
-AXIS_DIGITS = 30  # precision of an axis that cannot be normalised exactly
-
-
-def _normalised(components: list[sp.Expr], norm_squared: sp.Expr) -> list[sp.Expr]:
-    """The unit vector, without ``simplify`` (unbounded on nested radicals and trigonometric constants):
-    exact when the squared norm is rational (after expanding a small expression) or already 1 to
-    40 digits; otherwise 30-digit floats, as the URDF front end bakes constants."""
-    if not isinstance(norm_squared, sp.Rational) and sp.count_ops(norm_squared) <= 60:
-        norm_squared = sp.expand(norm_squared)
-    if isinstance(norm_squared, sp.Rational) and max(abs(norm_squared.p), norm_squared.q) < 10 ** 40:
-        try:
-            norm = sp.sqrt(norm_squared)
-            return [c / norm for c in components]
-        except ValueError:  # SymPy 1.14's factor cache can fail on large integers
-            pass
-    if abs(sp.N(norm_squared - 1, 40)) < sp.Float("1e-35"):
-        return components
-    norm = sp.sqrt(norm_squared.evalf(AXIS_DIGITS + 10))  # a float: no factoring of a large rational
-    return [(c / norm).evalf(AXIS_DIGITS) for c in components]
+    return sp.ImmutableMatrix(geometry.unit_vector(components, norm_squared))
 
 
 def _parse_inertial(node: _Node) -> tuple[str | None, Inertial]:

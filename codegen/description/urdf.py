@@ -427,8 +427,7 @@ def _parse_joint(reader: _Reader, element: _Element) -> _UJoint:
         norm_squared = sum(c**2 for c in components)
         if norm_squared == 0:
             raise reader.error(axis_element, f"{field_}.axis", "axis must not be the zero vector")
-        norm = sp.sqrt(norm_squared)
-        axis = sp.ImmutableMatrix([sp.radsimp(c / norm) for c in components])
+        axis = sp.ImmutableMatrix([sp.radsimp(c) for c in geometry.unit_vector(list(components), norm_squared)])
 
         limit_element = reader.single(element, "limit", field_)
         if limit_element is not None:

@@ -22,7 +22,8 @@ def resolve_method(method: str, n: int, exact_rotations: bool = True) -> str:
 
 
 def exact_rotations(description) -> bool:
-    """Whether every fixed rotation of the tree is built from right angles or rational multiples of pi.
+    """Whether every fixed rotation and axis of the tree is exact, with angles that are right angles or
+    rational multiples of pi.
 
     Generic angles (URDF rpy such as 0.3 rad) leave cos(3/10) and sin(3/10) in the closed forms, and
     simplifying M with them takes minutes even for three joints, with nothing readable to show for it:
@@ -30,6 +31,8 @@ def exact_rotations(description) -> bool:
     import sympy as sp
 
     for joint in description.tree:
+        if sp.Matrix(joint.axis).has(sp.Float):  # an axis normalised in floating point
+            return False
         for transform in (joint.placement, joint.successor):
             for entry in sp.Matrix(transform)[:3, :3]:
                 if not entry.is_number:
