@@ -24,6 +24,7 @@ from .model import Inertial, Joint, Limits, Parameter, RobotDescription, Rotor
 from .yaml_source import Located, check_size, load_yaml
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NUMBER_TEXT = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
 _ROBOT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 # Symbols the model itself uses; a parameter of the same name would be ambiguous.
 _RESERVED_PATTERN = re.compile(r"^(q|qd|qdd|tau|h)\d*$")
@@ -203,6 +204,13 @@ def _parse_parameters(root: _Node, ctx: _Context, problems: DescriptionErrors) -
             symbol = ctx.symbols[name] = sp.Symbol(name, real=True)
             ctx.defaults[symbol] = 1.0
             value = child.value
+            if isinstance(value, str) and _NUMBER_TEXT.match(value.strip()):
+                # YAML 1.1 reads 1e5 (no dot) as a string; a number everywhere else in a description.
+                try:
+                    value = float(parse_number_literal(value.strip()))
+                except ExpressionError as exc:
+                    raise child.error(str(exc)) from None
+                child = _Node(Located(value, child.line, child.located.children), child.field, ctx)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise child.error(f"a parameter default must be a number, got {_describe(value)}")
             if isinstance(value, float) and not math.isfinite(value):

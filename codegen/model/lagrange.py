@@ -83,6 +83,10 @@ def _tidy(expr: sp.Expr, simplify: bool, parameters: tuple[sp.Symbol, ...] = ())
     present = [s for s in parameters if expr.has(s)]
     if not present:
         return sp.trigsimp(expr)
+    if not expr.is_polynomial(*present):
+        # A parameter under a root, a division or a function (mass: sqrt(m1)): no monomials to split
+        # by. Left expanded; trigsimp on the whole expression could take minutes.
+        return expr
     result = sp.Integer(0)
     for powers, coefficient in sp.Poly(expr, *present).terms():
         monomial = sp.Mul(*[s**k for s, k in zip(present, powers)])

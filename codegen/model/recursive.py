@@ -281,8 +281,14 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
             j = joints[j].parent
             on_ancestor(j, f)
 
+    def tick(what: str, done: int) -> None:
+        """A line every tenth of a large tree: these loops are quadratic in its depth."""
+        if n >= 20 and done % max(1, n // 10) == 0:
+            say(f"  {what}: {done}/{n} bodies ({time.perf_counter() - start:.1f} s)")
+
     M = sp.zeros(n, n)
     for i in range(n):
+        tick("mass matrix", i)
         f = let_v(composite[i] * subspace[i])
         M[i, i] = program.let((subspace[i].T * f)[0, 0])
 
@@ -312,6 +318,7 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
     composite_b = [b_matrix(link_inertia[i], velocity[i]) for i in range(n)]
     C = sp.zeros(n, n)
     for i in reversed(range(n)):
+        tick("Coriolis matrix", n - 1 - i)
         ic, bc = let_m(composite_i[i]), let_m(composite_b[i])
         f1 = let_v(ic * psi_dot[i] + bc * subspace[i])
         f2 = let_v(ic * subspace[i])

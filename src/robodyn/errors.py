@@ -22,11 +22,15 @@ class DescriptionError(CodegenError):
     #: At most this many problems of one description are reported together.
     MAX_PROBLEMS = 20
 
+    #: A message is cut at this many characters (a 2 MB attribute must not become a 2 MB line).
+    MAX_MESSAGE = 600
+
     def __init__(self, path: str, line: int | None, field: str, message: str):
         self.path = str(path)
         self.line = line
-        self.field = field
-        self.message = message
+        self.field = field if len(field) <= self.MAX_MESSAGE else field[:self.MAX_MESSAGE] + "..."
+        self.message = message if len(message) <= self.MAX_MESSAGE else (
+            f"{message[:self.MAX_MESSAGE]}... ({len(message) - self.MAX_MESSAGE} more characters)")
         self.problems: tuple[DescriptionError, ...] = (self,)
         super().__init__(self.location())
 
