@@ -189,3 +189,21 @@ def test_tidy_skips_when_the_key_is_being_built(copy):
         assert stale.exists()
     cache.tidy(root, key)
     assert not stale.exists()
+
+
+@pytest.mark.parametrize("edit", [
+    lambda report: report["checks"][0].update(error=None),
+    lambda report: report["checks"][0].update(error="x"),
+    lambda report: report["checks"][0].update(error=float("nan")),
+    lambda report: report["checks"][0].update(error=1.0),  # beyond its tolerance, yet marked passed
+    lambda report: report.update(checks=[]),
+], ids=["error-null", "error-string", "error-nan", "verdict-contradicts-error", "no-checks"])
+def test_selfcheck_report_with_malformed_checks_is_damage(copy, edit):
+    """A hand-edited selfcheck.json whose checks do not hold together is damage (rebuilt), not a
+    report to print: a null error used to reach a format string and end as a raw Python message."""
+    root, directory, key = copy
+    path = directory / "selfcheck.json"
+    report = json.loads(path.read_text())
+    edit(report)
+    path.write_text(json.dumps(report))
+    assert "selfcheck.json" in _reason(root, key)

@@ -5,8 +5,10 @@ the cache consistent; progress on stderr unless --quiet."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -305,3 +307,44 @@ def test_full_disk_during_a_build(tmp_path, monkeypatch, where):
     assert pipeline.build(description, cache_dir=root).cache_hit
     if where == "manifest":
         assert real_fsync is os.fsync
+
+
+def test_outputs_that_are_not_regular_files_are_never_replaced(tmp_path, cache_dir):
+    """--json/--plot write by renaming a temporary file over the target: a FIFO (or a device such as
+    /dev/full) must be refused before the run, not replaced by a regular file."""
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    result = _run("robodyn", "simulate", ROBOTS / "rr.yaml", "--duration", "0.01", "--json", fifo,
+                  "--cache-dir", cache_dir, "--quiet")
+    _one_error(result, 1, "not a regular file")
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+def test_output_through_a_symbolic_link_writes_its_target(tmp_path, cache_dir):
+    target, link = tmp_path / "summary.json", tmp_path / "link.json"
+    link.symlink_to(target)
+    result = _run("robodyn", "simulate", ROBOTS / "rr.yaml", "--duration", "0.01", "--json", link,
+                  "--cache-dir", cache_dir, "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink() and json.loads(target.read_text())["robot"] == "rr"
+    assert target.stat().st_mode & 0o044, oct(target.stat().st_mode)  # a plain file's mode, not 0600
+
+
+def test_unwritable_output_is_an_input_error_naming_the_option(cache_dir):
+    result = _run("robodyn", "simulate", ROBOTS / "rr.yaml", "--duration", "0.01", "--json", "/proc/robodyn.json",
+                  "--cache-dir", cache_dir, "--quiet")
+    _one_error(result, 1, "--json /proc/robodyn.json")
+    assert ".robodyn.json." not in result.stderr  # not the temporary file's name
+
+
+@pytest.mark.parametrize("arguments", [["--rate", "1e-9"], ["--cache-dir", ""]])
+def test_out_of_range_arguments_are_usage_errors(arguments):
+    result = _run("robodyn", "simulate", ROBOTS / "rr.yaml", *arguments)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+
+
+def test_nul_in_a_description_name_is_a_description_error(cache_dir):
+    import robodyn
+
+    with pytest.raises(DescriptionError, match="NUL"):
+        robodyn.load("robots/rr\x00.yaml", cache_dir=cache_dir)

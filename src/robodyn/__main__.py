@@ -122,19 +122,27 @@ def _vector_option(text: str | None, n: int, option: str) -> np.ndarray | None:
     return values
 
 
-def _check_output(path: str | None, option: str) -> None:
+def _check_output(path: str | None, option: str) -> str | None:
     """Refuse, before a long run, an output file that could not be written: its nearest existing
-    ancestor must be a writable directory (missing directories are created, as for the plot)."""
+    ancestor must be a writable directory (missing directories are created, as for the plot), and an
+    existing file must be a regular file (the output replaces it by a rename: a device, a FIFO or a
+    socket must not be replaced). Returns the path to write: a symbolic link's target."""
     import os
+    import stat
     from pathlib import Path
 
     if path is None:
-        return
-    if not path.strip():
-        raise ValueError(f"{option}: empty file name")
+        return None
+    if not path.strip() or "\x00" in path:
+        raise ValueError(f"{option}: {'empty file name' if not path.strip() else 'a file name cannot contain NUL'}")
     target = Path(path).absolute()
+    if target.is_symlink():
+        target = target.resolve()  # write the link's target, keep the link
     if target.is_dir():
         raise ValueError(f"{option} {path}: is a directory")
+    if target.exists() and not stat.S_ISREG(target.stat().st_mode):
+        raise ValueError(f"{option} {path}: exists and is not a regular file (a device, FIFO or socket is "
+                         "never replaced)")
     if target.exists() and not os.access(target, os.W_OK):
         raise ValueError(f"{option} {path}: the file is not writable")
     ancestor = target.parent
@@ -144,6 +152,7 @@ def _check_output(path: str | None, option: str) -> None:
         raise ValueError(f"{option} {path}: {ancestor} is not a directory")
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise ValueError(f"{option} {path}: directory {ancestor} is not writable")
+    return str(target)
 
 
 def simulate_command(args) -> int:
@@ -154,8 +163,8 @@ def simulate_command(args) -> int:
     from .control import BUILTIN, NoControl
     from .options import parse_assignments
 
-    _check_output(args.json, "--json")
-    _check_output(args.plot, "--plot")
+    json_path = _check_output(args.json, "--json")
+    plot_path = _check_output(args.plot, "--plot")
     robot = _load(args)
     for name, value in parse_assignments(args.set, "--set").items():
         robot.params[name] = value
@@ -181,18 +190,33 @@ def simulate_command(args) -> int:
                    gains=_gains(controller))
     if not args.quiet:
         _print_summary(summary)
-    if args.json:
+    if json_path:
         from pathlib import Path
 
-        _write_atomically(Path(args.json), json.dumps(summary, indent=2) + "\n")
-    if args.plot:
+        _write_output(lambda: _write_atomically(Path(json_path), json.dumps(summary, indent=2) + "\n"),
+                      "--json", args.json)
+    if plot_path:
         from .plotting import plot_trajectory
 
-        plot_trajectory(trajectory, args.plot, title=f"{robot.name}: {args.controller}, {args.integrator} "
-                                                      f"at {args.rate:g} Hz")
+        _write_output(lambda: plot_trajectory(trajectory, plot_path, title=f"{robot.name}: {args.controller}, "
+                                              f"{args.integrator} at {args.rate:g} Hz"), "--plot", args.plot)
         if not args.quiet:
             print(f"plot written to {args.plot}")
     return 0
+
+
+def _write_output(write, option: str, path: str) -> None:
+    """Run ``write``; a failure to write is the destination's problem, named by its option (exit 1)."""
+    import errno
+
+    from .errors import StorageError
+
+    try:
+        write()
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise StorageError(f"{option} {path}: no space left on the device") from None
+        raise ValueError(f"{option} {path}: cannot write the file: {exc.strerror or exc}") from None
 
 
 def _write_atomically(path, text: str) -> None:
@@ -202,7 +226,10 @@ def _write_atomically(path, text: str) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
     try:
+        os.chmod(temporary, 0o666 & ~umask)  # a plain file's mode, not mkstemp's private 0600
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
             stream.flush()
@@ -308,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
         if not (0 < args.duration <= 1e6 and 0 < args.rate <= 1e6 and args.duration * args.rate <= 1e7):
             parser.error("--duration and --rate must be positive and finite, at most 1e6 each, and "
                          "duration x rate at most 1e7 ticks")
+        if args.rate < 1 / 86400:
+            parser.error("--rate must be at least one tick a day (1/86400 Hz)")
         if not 1 <= args.substeps <= 10000:
             parser.error("--substeps must be between 1 and 10000")
         if not 0 <= args.spin_us < 1e6:

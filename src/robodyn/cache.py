@@ -252,13 +252,26 @@ def selfcheck_status(report: dict) -> str | None:
     if report.get("status") == "skipped" and report.get("passed") is None:
         return "skipped"
     checks, passed = report.get("checks"), report.get("passed")
-    if not isinstance(checks, list) or not isinstance(passed, bool) or not all(
-            isinstance(c, dict) and isinstance(c.get("passed"), bool) for c in checks):
+    if not isinstance(checks, list) or not checks or not isinstance(passed, bool) or not all(
+            _well_formed_check(c) for c in checks):
         return None
     if passed != all(c["passed"] for c in checks) or report.get("status", "passed" if passed else "failed") != (
             "passed" if passed else "failed"):
         return None
     return "passed" if passed else "failed"
+
+
+def _well_formed_check(check) -> bool:
+    """One entry of a self-check report: a name, a finite error and tolerance, and the verdict they give."""
+    import math
+
+    if not isinstance(check, dict) or not isinstance(check.get("name"), str) or not isinstance(check.get("passed"), bool):
+        return False
+    error, tolerance = check.get("error"), check.get("tolerance")
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (error, tolerance))
+    if not numbers or not math.isfinite(tolerance) or math.isnan(error):
+        return False
+    return check["passed"] == (math.isfinite(error) and error <= tolerance)
 
 
 def _read_json(path: Path) -> dict | str:
@@ -291,6 +304,8 @@ def read_description(path) -> bytes:
     from .errors import DescriptionError
 
     path = Path(path)
+    if "\x00" in str(path):
+        raise DescriptionError(str(path).replace("\x00", "\\0"), None, "", "a file name cannot contain a NUL byte")
     try:
         status = path.stat()
         mode = status.st_mode

@@ -224,9 +224,17 @@ def output_arguments(parser: argparse.ArgumentParser) -> None:
                        help="on an error, also print the Python traceback (for bug reports)")
 
 
+def _directory_name(text: str) -> str:
+    """--cache-dir's value: a non-empty path (an empty one would silently mean the current directory)."""
+    if not text.strip() or "\x00" in text:
+        raise argparse.ArgumentTypeError("expected a directory name, got an empty string" if not text.strip()
+                                         else "a directory name cannot contain a NUL byte")
+    return text
+
+
 def cache_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("cache")
-    group.add_argument("--cache-dir", "--out", dest="cache_dir", metavar="DIR",
+    group.add_argument("--cache-dir", "--out", dest="cache_dir", metavar="DIR", type=_directory_name,
                        help="where compiled robots live (default: $ROBODYN_CACHE_DIR, else $XDG_CACHE_HOME/robodyn, "
                             "else ~/.cache/robodyn)")
     group.add_argument("--force", action="store_true", help="rebuild even if the cache holds this robot")
