@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# A shell that starts the tests in the background (``.ci/run &``) makes them ignore SIGINT, and an
+# ignored SIGINT is inherited by every subprocess: the Ctrl-C tests would see nothing to interrupt.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 ROBOTS = ROOT / "robots"
 EXAMPLES = ("pendulum", "rr", "rp", "pr", "pp", "rrr", "puma560")
 LAGRANGE_EXAMPLES = EXAMPLES[:-1]  # the Puma takes minutes by the Lagrange route
