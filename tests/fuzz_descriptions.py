@@ -20,8 +20,8 @@ died) and ``hang`` (the time limit). A case is a pure function of (seed, index):
 index)`` rebuilds it, and every failure's bytes are saved to a file.
 
 A few accepted cases also go through the whole command line (``python -m codegen FILE --cache-dir
-DIR``): exit status 0 or 1, no traceback on stderr, nothing left in the cache directory but complete
-entries and lock files.
+DIR``): exit status 0 or 1 (or 3 for a self-check that refuses a model double precision cannot
+verify), no traceback on stderr, nothing left in the cache directory but complete entries and lock files.
 
     python tests/fuzz_descriptions.py --cases 20000 --seed 1
 """
@@ -678,7 +678,10 @@ def check_cli(case: Case, workdir: Path, timeout: float = CLI_TIMEOUT) -> tuple[
     except subprocess.TimeoutExpired:
         return "failure", f"the command line did not finish within {timeout:g} s"
     problems = []
-    if result.returncode not in (0, 1):
+    # 3 is right for one refusal: the self-check of a model whose magnitudes double precision cannot
+    # verify (a length of 4e98 m beside 0.1 m): nothing is published, the message names the check.
+    refused = result.returncode == 3 and "self-check failed" in result.stderr
+    if result.returncode not in (0, 1) and not refused:
         problems.append(f"exit status {result.returncode}")
     if "Traceback" in result.stderr:
         problems.append("a traceback on stderr")

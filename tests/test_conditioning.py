@@ -120,3 +120,18 @@ def test_huge_attribute_is_not_echoed_whole():
     with pytest.raises(DescriptionError) as caught:
         parse_urdf_text(text, "huge_attribute.urdf")
     assert len(str(caught.value)) < 2000 and "more characters" in str(caught.value)
+
+
+def test_a_model_double_precision_cannot_verify_is_refused_with_a_hint(tmp_path):
+    """Found by the description fuzzer (seed 7, case 47): the PR arm with d = 0.4e99 m beside lengths
+    of 0.1 m. Its self-check cannot hold in doubles; the build refuses it (exit 3), publishes nothing,
+    and says what to look at."""
+    from codegen.errors import SelfCheckError
+
+    text = (ROOT / "robots" / "pr.yaml").read_text().replace("  d: 0.4\n", "  d: 0.4e99\n")
+    assert "0.4e99" in text
+    path = tmp_path / "pr_huge.yaml"
+    path.write_text(text)
+    with pytest.raises(SelfCheckError, match="check its units"):
+        robodyn.load(path, cache_dir=tmp_path / "cache", verbose=False)
+    assert not [p for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".lock-")]
