@@ -200,8 +200,12 @@ def check_and_publish(compiled, routines, request: Request, timings: dict | None
         if selfcheck["passed"] is False:
             failed = [c for c in checks if not c.passed]
             detail = "\n".join(f"  {c.name}: error {c.error:.3e} > tolerance {c.tolerance:.1e}" for c in failed)
-            hint = ("\n(nothing was published; if the description mixes magnitudes many orders apart, e.g. a length "
-                    "of 1e90 m beside 0.1 m, check its units: double precision cannot verify such a model)")
+            if any(c.name == "positive_definite" for c in failed):
+                hint = ("\n(nothing was published; M is singular at the description's parameter values: some joint "
+                        "moves no mass or inertia — check the masses and inertias of the links it carries)")
+            else:
+                hint = ("\n(nothing was published; if the description mixes magnitudes many orders apart, e.g. a "
+                        "length of 1e90 m beside 0.1 m, check its units: double precision cannot verify such a model)")
             raise SelfCheckError(f"self-check failed for {request.path}:\n{detail}{hint}", log=compiled.log)
         manifest = {
             "module_name": entry.module_name,

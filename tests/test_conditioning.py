@@ -135,3 +135,20 @@ def test_a_model_double_precision_cannot_verify_is_refused_with_a_hint(tmp_path)
     with pytest.raises(SelfCheckError, match="check its units"):
         robodyn.load(path, cache_dir=tmp_path / "cache", verbose=False)
     assert not [p for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".lock-")]
+
+
+def test_a_robot_that_moves_no_mass_is_refused_with_a_hint(tmp_path):
+    """Found by the adversarial review: the RR arm with every mass and inertia 0 parsed, compiled and
+    ended in a runtime ValueError from forward dynamics (no file, exit 1). The self-check now records
+    the singular M as failed checks and the build says what to look at (exit 3, nothing published)."""
+    from codegen.errors import SelfCheckError
+
+    text = (ROOT / "robots" / "rr.yaml").read_text()
+    for name, value in (("m1", "50.0"), ("m2", "50.0"), ("I1", "10.0"), ("I2", "10.0")):
+        text = text.replace(f"  {name}: {value}", f"  {name}: 0.0")
+    path = tmp_path / "rr_massless.yaml"
+    path.write_text(text)
+    with pytest.raises(SelfCheckError, match="moves no mass") as caught:
+        robodyn.load(path, cache_dir=tmp_path / "cache", verbose=False)
+    assert "positive_definite" in str(caught.value)
+    assert not [p for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".lock-")]
