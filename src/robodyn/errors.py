@@ -7,6 +7,8 @@ the command, its return code and the compiler log.
 
 from __future__ import annotations
 
+import contextlib
+
 
 class CodegenError(Exception):
     """Base class of every error the generator raises on purpose."""
@@ -36,8 +38,7 @@ class DescriptionError(CodegenError):
 
     def location(self) -> str:
         """``file:line: field: message`` for this one problem."""
-        where = self.path if self.line is None else f"{self.path}:{self.line}"
-        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        return _located(self.path, self.line, self.field, self.message)
 
     @classmethod
     def combine(cls, errors: "list[DescriptionError]", truncated: bool = False) -> "DescriptionError":
@@ -63,8 +64,12 @@ class DescriptionWarning(UserWarning):
 
     def __init__(self, path: str, line: int | None, field: str, message: str):
         self.path, self.line, self.field, self.message = str(path), line, field, message
-        where = self.path if line is None else f"{self.path}:{line}"
-        super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+        super().__init__(_located(self.path, line, field, message))
+
+
+def _located(path: str, line: int | None, field: str, message: str) -> str:
+    where = path if line is None else f"{path}:{line}"
+    return f"{where}: {field}: {message}" if field else f"{where}: {message}"
 
 
 class DescriptionErrors:
@@ -87,19 +92,12 @@ class DescriptionErrors:
         if len(self.errors) >= self.limit:
             raise DescriptionError.combine(self.errors[:self.limit], truncated=True)
 
+    @contextlib.contextmanager
     def section(self):
-        import contextlib
-
-        collector = self
-
-        @contextlib.contextmanager
-        def _section():
-            try:
-                yield
-            except DescriptionError as error:
-                collector.add(error)
-
-        return _section()
+        try:
+            yield
+        except DescriptionError as error:
+            self.add(error)
 
     def __bool__(self) -> bool:
         return bool(self.errors)

@@ -173,7 +173,8 @@ def _lock_pairs(value) -> tuple[tuple[str, float], ...]:
         try:
             position = float(position)
         except OverflowError:  # an int beyond the double range, such as 10**400
-            raise ValueError(f"lock: {name}: the position is out of range (an integer of about {int(position.bit_length() * 0.30103) + 1} digits)") from None
+            digits = int(position.bit_length() * math.log10(2)) + 1
+            raise ValueError(f"lock: {name}: the position is out of range (an integer of about {digits} digits)") from None
         if not math.isfinite(position):
             raise ValueError(f"lock: {name}: position must be finite, got {position}")
         pairs[name] = position
