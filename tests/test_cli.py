@@ -348,3 +348,33 @@ def test_nul_in_a_description_name_is_a_description_error(cache_dir):
 
     with pytest.raises(DescriptionError, match="NUL"):
         robodyn.load("robots/rr\x00.yaml", cache_dir=cache_dir)
+
+
+def test_unreadable_description_is_a_description_error(tmp_path, monkeypatch):
+    """A file the user may not read (the tests run as root, where chmod would not stop the read: the
+    open is made to fail as it would)."""
+    import pathlib
+
+    from robodyn import cache
+
+    path = tmp_path / "secret.yaml"
+    path.write_text((ROBOTS / "rr.yaml").read_text())
+    real_open = pathlib.Path.open
+
+    def refuse(self, *args, **kwargs):
+        if self == path:
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "open", refuse)
+    with pytest.raises(DescriptionError, match="cannot read the description: Permission denied"):
+        cache.read_description(path)
+
+
+def test_huge_description_is_refused_before_it_is_read(tmp_path):
+    """A 20 GB (sparse) file: refused by its size at once, never read into memory."""
+    path = tmp_path / "huge.yaml"
+    with open(path, "wb") as stream:
+        stream.truncate(20 * 1024**3)
+    result = _run("codegen", path, "--cache-dir", tmp_path / "cache", timeout=60)
+    _one_error(result, 1, "too large for a robot description")

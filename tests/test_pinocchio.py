@@ -204,3 +204,30 @@ def test_placeholder_limits_do_not_fool_the_selfcheck(tmp_path):
         M_pin = pinocchio.crba(model, data, q)
         assert _relative(robot.M(q), np.triu(M_pin) + np.triu(M_pin, 1).T) <= TOLERANCE
         assert _relative(robot.C(q, qd), pinocchio.computeCoriolisMatrix(model, data, q, qd)) <= TOLERANCE
+
+
+def test_tool_offset_follows_a_pinocchio_frame_at_that_offset(tmp_path):
+    """tool="panda_hand", tool_offset=(x, y, z, roll, pitch, yaw): the tool frame is the hand's frame
+    times that fixed offset, as a Pinocchio frame added there (pose, Jacobian, wrench on its origin)."""
+    path = _urdf(PANDA)
+    offset = (0.01, -0.02, 0.1034, 0.3, -0.2, 0.5)
+    robot = robodyn.load(path, cache_dir=tmp_path, lock={name: 0.0 for name in FINGERS}, tool="panda_hand",
+                         tool_offset=offset)
+    model = _pinocchio_model(path, FINGERS)
+    hand = model.frames[model.getFrameId("panda_hand")]
+    placement = pinocchio.SE3(pinocchio.rpy.rpyToMatrix(*offset[3:]), np.array(offset[:3]))
+    frame = model.addFrame(pinocchio.Frame("tcp", hand.parentJoint, hand.parentFrame, hand.placement * placement,
+                                           pinocchio.FrameType.OP_FRAME))
+    data = model.createData()
+    worst = 0.0
+    for q, qd, qdd, _ in _states(robot, model, 10, 6):
+        pinocchio.framesForwardKinematics(model, data, q)
+        pinocchio.computeJointJacobians(model, data, q)
+        jacobian = pinocchio.getFrameJacobian(model, data, frame, pinocchio.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+        worst = max(worst, np.abs(robot.fk(q) - data.oMf[frame].homogeneous).max(),
+                    _relative(robot.jacobian(q), jacobian))
+        h = np.array([3.0, -1.0, 2.0, 0.4, -0.2, 0.1])
+        worst = max(worst, _relative(robot.inverse_dynamics(q, qd, qdd) - robot.inverse_dynamics(q, qd, qdd, h),
+                                     jacobian.T @ h))
+    assert worst <= TOLERANCE, worst
+    assert np.abs(data.oMf[frame].translation - data.oMf[model.getFrameId("panda_hand")].translation).max() > 0.05
