@@ -165,6 +165,22 @@ def test_closed_loop_simulation_agrees_with_pinocchio(pair):
     assert np.abs(run.tracking_error[-1]).max() < 1e-3
 
 
+def _worst_tool_error(robot, model, data, frame: int, count: int, seed: int) -> float:
+    """Worst disagreement of the tool pose, its Jacobian and the wrench's torques with Pinocchio's ``frame``."""
+    worst = 0.0
+    for q, qd, qdd, _ in _states(robot, model, count, seed):
+        pinocchio.framesForwardKinematics(model, data, q)
+        pinocchio.computeJointJacobians(model, data, q)
+        jacobian = pinocchio.getFrameJacobian(model, data, frame, pinocchio.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+        worst = max(worst, np.abs(robot.fk(q) - data.oMf[frame].homogeneous).max(),
+                    _relative(robot.jacobian(q), jacobian))
+        h = np.array([3.0, -1.0, 2.0, 0.4, -0.2, 0.1])
+        # tau = ... - J^T h, with h applied at the frame's origin in base axes.
+        worst = max(worst, _relative(robot.inverse_dynamics(q, qd, qdd) - robot.inverse_dynamics(q, qd, qdd, h),
+                                     jacobian.T @ h))
+    return worst
+
+
 def test_tool_on_a_merged_link_follows_pinocchio_frame(tmp_path):
     """tool="panda_hand": a link merged into link 7 by fixed joints keeps its own frame (pose, Jacobian,
     and the wrench on its origin), as Pinocchio's frame of that link."""
@@ -173,17 +189,7 @@ def test_tool_on_a_merged_link_follows_pinocchio_frame(tmp_path):
     model = _pinocchio_model(path, FINGERS)
     data = model.createData()
     frame = model.getFrameId("panda_hand")
-    worst = 0.0
-    for q, qd, qdd, _ in _states(robot, model, 20, 5):
-        pinocchio.framesForwardKinematics(model, data, q)
-        pinocchio.computeJointJacobians(model, data, q)
-        jacobian = pinocchio.getFrameJacobian(model, data, frame, pinocchio.ReferenceFrame.LOCAL_WORLD_ALIGNED)
-        worst = max(worst, np.abs(robot.fk(q) - data.oMf[frame].homogeneous).max(),
-                    _relative(robot.jacobian(q), jacobian))
-        h = np.array([3.0, -1.0, 2.0, 0.4, -0.2, 0.1])
-        # tau = ... - J^T h, with h applied at the hand's origin in base axes.
-        worst = max(worst, _relative(robot.inverse_dynamics(q, qd, qdd) - robot.inverse_dynamics(q, qd, qdd, h),
-                                     jacobian.T @ h))
+    worst = _worst_tool_error(robot, model, data, frame, 20, 5)
     assert worst <= TOLERANCE, worst
     assert not np.allclose(data.oMf[frame].homogeneous, data.oMi[model.njoints - 1].homogeneous)
 
@@ -219,15 +225,6 @@ def test_tool_offset_follows_a_pinocchio_frame_at_that_offset(tmp_path):
     frame = model.addFrame(pinocchio.Frame("tcp", hand.parentJoint, hand.parentFrame, hand.placement * placement,
                                            pinocchio.FrameType.OP_FRAME))
     data = model.createData()
-    worst = 0.0
-    for q, qd, qdd, _ in _states(robot, model, 10, 6):
-        pinocchio.framesForwardKinematics(model, data, q)
-        pinocchio.computeJointJacobians(model, data, q)
-        jacobian = pinocchio.getFrameJacobian(model, data, frame, pinocchio.ReferenceFrame.LOCAL_WORLD_ALIGNED)
-        worst = max(worst, np.abs(robot.fk(q) - data.oMf[frame].homogeneous).max(),
-                    _relative(robot.jacobian(q), jacobian))
-        h = np.array([3.0, -1.0, 2.0, 0.4, -0.2, 0.1])
-        worst = max(worst, _relative(robot.inverse_dynamics(q, qd, qdd) - robot.inverse_dynamics(q, qd, qdd, h),
-                                     jacobian.T @ h))
+    worst = _worst_tool_error(robot, model, data, frame, 10, 6)
     assert worst <= TOLERANCE, worst
     assert np.abs(data.oMf[frame].translation - data.oMf[model.getFrameId("panda_hand")].translation).max() > 0.05
