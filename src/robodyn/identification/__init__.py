@@ -1,0 +1,1 @@
+"""Parameter identification: measured data, excitation design and estimators (issue 11)."""
