@@ -184,7 +184,7 @@ def _time_problem(t: np.ndarray, tolerance: float) -> tuple[int, str] | None:
     bad = np.flatnonzero(~(steps > 0.0))
     if bad.size:
         k = int(bad[0]) + 1
-        return k, f"time is not strictly increasing at sample {k} (t = {t[k]!r} after {t[k - 1]!r})"
+        return k, f"time is not strictly increasing at sample {k} (t = {float(t[k])!r} after {float(t[k - 1])!r})"
     median = float(np.median(steps))
     deviation = np.abs(steps - median)
     bad = np.flatnonzero(deviation > tolerance * median)
@@ -344,7 +344,7 @@ def _read_npz(path: Path) -> Measurements:
         raise ValueError(f"{path}: inflates to {inflated} bytes, more than the limit {MAX_FILE_BYTES}")
     try:
         with np.load(path, allow_pickle=False) as npz:
-            missing = [key for key in ("t", "q", "tau", "joint_names") if key not in npz.files]
+            missing = sorted({"t", "q", "tau", "joint_names"} - set(npz.files))
             if missing:
                 raise ValueError(f"{path}: missing array(s) {missing} (has {sorted(npz.files)})")
             unknown = sorted(set(npz.files) - {"t", "q", "tau", "joint_names", "qd"})
