@@ -8,13 +8,20 @@
         results = map_tasks(work, items, executor=pool)
 
 Tasks travel by pickling, so ``function`` must be importable (a module-level function) and each
-item picklable. A ``robodyn.Robot`` pickles as a reference to its build: the receiving process
-re-loads it from its cache by content hash with the same parameter values, and builds it from the
-description when its cache does not hold that build yet (a few seconds, once per worker process and
-cache; workers sharing a cache directory build it once). A worker on another machine therefore
-needs either the same cache directory or the description file at the same path, and the same
-robodyn and compiler. Results do not depend on which worker runs a task: give every task its own
-seed (``numpy.random.SeedSequence(seed).spawn(count)``), never seed per process.
+item picklable. A ``robodyn.Robot`` pickles as a reference to its build (description path, build
+options, cache directory, content-hash key) plus its parameter values: the receiving process
+imports the build from that cache directory, and when the build is not there (another machine, a
+cleaned cache) builds it from the description into that directory (a few seconds for a small arm;
+the cache's build lock makes workers sharing the directory build it once). A worker on another
+machine therefore needs the description file at the same path (or the same cache directory on a
+shared file system) and the same robodyn, toolchain and compiler; otherwise unpickling fails with a
+ValueError saying so. Arrays arriving through Dask may be unaligned, which robodyn's routines
+refuse: pass them through ``numpy.require(x, requirements="CA")`` in the task, or compute them there.
+
+Results do not depend on which worker runs a task: give every task its own seed
+(``numpy.random.SeedSequence(seed, spawn_key=(index,))``), never seed per process. Local workers
+reproduce a serial run bit for bit; Dask workers run BLAS on one thread, so floating-point sums can
+round differently there (an optimiser then ends at the same optimum to ~1e-5, not bit for bit).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import sys
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Iterable, Iterator
 
@@ -35,9 +43,19 @@ def local_context():
     else "spawn". Not "fork": a forked child inherits the parent's threads and locks mid-state (the
     compiled robot modules are fine, but a parent running a Dask client or BLAS threads is not), and
     Python deprecates fork with threads. A forkserver child starts in about 0.3 s, a spawned one in
-    about 0.7 s (2-link arm, this machine); both re-load robots from the cache."""
+    about 0.7 s (2-link arm, this machine); both re-load robots from the cache. ``executor`` gives
+    each worker the parent's environment and sys.path of the moment the pool is made, as spawn does."""
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def _like_the_parent(environment: dict, path: list) -> None:
+    """Worker start: the parent's environment and import path as they are when the pool is made.
+    A forkserver child copies the server, which froze them when the first pool of the process
+    started; without this a later ROBODYN_CACHE_DIR (or sys.path) would not reach the workers."""
+    os.environ.clear()
+    os.environ.update(environment)
+    sys.path[:] = path
 
 
 def _import_distributed():
@@ -49,14 +67,16 @@ def _import_distributed():
 
 
 @contextlib.contextmanager
-def executor(scheduler: Any = None, workers: int | None = None) -> Iterator[Executor]:
+def executor(scheduler: Any = None, workers: int | None = None, *,
+             connect_timeout: float = 10.0) -> Iterator[Executor]:
     """A ``concurrent.futures.Executor`` for independent tasks, shut down on exit.
 
     ``scheduler=None``: a local ``ProcessPoolExecutor`` with ``workers`` processes (default: the
     number of usable cores). ``scheduler`` an address such as ``"tcp://host:8786"`` (or a
     ``distributed.Client``, which stays open): the executor of a Dask distributed client connected
     to it; the cluster decides how many tasks run at once, so ``workers`` must then be None.
-    Raises ImportError naming the ``robodyn[distributed]`` extra when Dask is missing.
+    Raises ImportError naming the ``robodyn[distributed]`` extra when Dask is missing, ValueError
+    when no scheduler answers at the address within ``connect_timeout`` seconds.
     """
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)):
         raise TypeError(f"workers: expected a positive integer, got {workers!r}")
@@ -64,7 +84,8 @@ def executor(scheduler: Any = None, workers: int | None = None) -> Iterator[Exec
         raise ValueError(f"workers: expected a positive integer, got {workers}")
     if scheduler is None:
         count = workers or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-        with ProcessPoolExecutor(max_workers=count, mp_context=local_context()) as pool:
+        with ProcessPoolExecutor(max_workers=count, mp_context=local_context(), initializer=_like_the_parent,
+                                 initargs=(dict(os.environ), list(sys.path))) as pool:
             yield pool
         return
     if workers is not None:
@@ -77,7 +98,7 @@ def executor(scheduler: Any = None, workers: int | None = None) -> Iterator[Exec
     if not isinstance(scheduler, str) or not scheduler.strip():
         raise TypeError(f"scheduler: expected an address such as 'tcp://127.0.0.1:8786', got {scheduler!r}")
     try:
-        client = distributed.Client(scheduler, timeout="10s")
+        client = distributed.Client(scheduler, timeout=f"{connect_timeout}s")
     except OSError as exc:  # the scheduler is not there (distributed raises OSError on a timeout)
         raise ValueError(f"scheduler {scheduler}: cannot connect ({exc})") from None
     with client:
