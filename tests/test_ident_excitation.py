@@ -50,6 +50,7 @@ class StandInRR:
     """What design_excitation needs of a robot, for the notes' RR arm (robots/rr.yaml's values)."""
 
     n = 2
+    name = "rr-stand-in"
     joint_names = ("shoulder", "elbow")
     joint_types = ("revolute", "revolute")
 

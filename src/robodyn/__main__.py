@@ -2,6 +2,7 @@
 
     python -m robodyn demo ROBOT.yaml
     python -m robodyn simulate ROBOT.yaml --controller computed-torque --duration 5 --rate 1000 --json out.json
+    python -m robodyn excite ROBOT.yaml --duration 20 --harmonics 5 --out trajectory.csv
 
 Every subcommand takes the same model, cache and output options (--quiet, --debug) as
 ``python -m codegen`` (robodyn.options); exit statuses: robodyn.errors.EXIT_STATUS_HELP.
@@ -269,10 +270,91 @@ def _print_summary(summary: dict) -> None:
               f"max {us(loop['jitter_max_s'])}; missed deadlines {loop['missed_deadlines']}")
 
 
+EXCITE_EXAMPLE = """examples:
+  python -m robodyn excite robots/rr.yaml --duration 20 --harmonics 5 --out trajectory.csv
+  python -m robodyn excite robots/puma560.yaml --limit effort=97,186,89,24,20,21 --starts 16 --workers 2 --out puma.npz
+  python -m robodyn excite robots/rr.yaml --out rr.json --scheduler tcp://127.0.0.1:8786   # a Dask cluster
+
+The trajectory is a finite Fourier series per joint (period = --duration) whose coefficients minimise
+the condition number of the stacked base regressor within the joint limits (the description's, else
+2 rad/s, 10 rad/s^2 and +-pi for revolute joints; --limit overrides). The output's suffix chooses the
+file: .csv samples at --rate Hz with the coefficients in a '# fourier:' comment line, .json or .npz
+coefficients (robodyn.identification.excitation.FourierTrajectory.load reads all three).
+"""
+
+
+#: excitation.CRITERIA, spelled out so that the other commands do not import the identification package.
+EXCITE_CRITERIA = ("cond", "d-optimal")
+EXCITE_LIMITS = ("lower", "upper", "velocity", "acceleration", "effort")
+
+
+def _limit_options(items: list[str], n: int) -> dict:
+    """--limit KIND=V or KIND=V1,...,Vn (repeatable) as a mapping for excitation_limits (n None: the
+    count of values is not checked yet)."""
+    limits = {}
+    for item in items:
+        kind, sep, text = item.partition("=")
+        kind = kind.strip()
+        if not sep or kind not in EXCITE_LIMITS:
+            raise ValueError(f"--limit {item!r}: expected KIND=VALUE[,VALUE...] with KIND one of "
+                             f"{', '.join(EXCITE_LIMITS)}")
+        try:
+            values = [float(v) for v in text.split(",")]
+        except ValueError:
+            raise ValueError(f"--limit {item!r}: expected comma-separated numbers") from None
+        if any(v != v for v in values) or (n is not None and len(values) not in (1, n)):
+            raise ValueError(f"--limit {item!r}: expected one number or {n} (one per joint)")
+        limits[kind] = values[0] if len(values) == 1 else values
+    return limits
+
+
+def excite_command(args) -> int:
+    import contextlib
+
+    from codegen.pipeline import delayed_progress, stderr_writer
+
+    from .identification.excitation import design_excitation
+    from .parallel import executor
+
+    out_path = _check_output(args.out, "--out")
+    robot = _load(args)
+    try:
+        limits = _limit_options(args.limit, robot.n)
+    except ValueError as exc:  # found only now that n is known: still a command-line mistake
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    say = None if args.quiet else delayed_progress(stderr_writer("[excite]"))
+    progress = None if say is None else (lambda done, total: say(f"{done}/{total} starts done"))
+    if say is not None:
+        say(f"designing {args.harmonics} harmonics over {args.duration:g} s for {robot.name}: {args.starts} starts "
+            + (f"on {args.scheduler}" if args.scheduler else f"on {args.workers or 'all'} local worker(s)"))
+    try:
+        serial = args.scheduler is None and args.workers == 1
+        with contextlib.nullcontext(None) if serial else executor(args.scheduler, args.workers) as pool:
+            trajectory, report = design_excitation(
+                robot, duration=args.duration, harmonics=args.harmonics, samples=args.samples,
+                criterion=args.criterion, starts=args.starts, seed=args.seed, margin=args.margin, limits=limits,
+                column_scale=None if args.column_scale == "si" else args.column_scale, executor=pool,
+                progress=progress)
+    finally:
+        getattr(say, "cancel", lambda: None)()
+    if not args.quiet or not report.feasible:
+        print(report.summary())
+    if not report.feasible:  # a trajectory beyond the limits must not reach a robot by mistake
+        print(f"error: no design stayed within the limits (see above); nothing written to {args.out}",
+              file=sys.stderr)
+        return 1
+    _write_output(lambda: trajectory.save(out_path, rate=args.rate), "--out", args.out)
+    if not args.quiet:
+        print(f"trajectory written to {args.out}")
+    return 0
+
+
 EPILOG = """examples:
   python -m robodyn demo robots/rr.yaml
   python -m robodyn simulate robots/rrr.yaml --controller slotine-li --duration 5 --json run.json --plot run.png
   python -m robodyn simulate panda.urdf --lock panda_finger_joint1=0 --lock panda_finger_joint2=0
+  python -m robodyn excite robots/rr.yaml --duration 20 --harmonics 5 --out trajectory.csv
 """
 
 
@@ -326,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("--plot", metavar="FILE.png", help="save q, qd, qdd, tau and tracking error (needs matplotlib)")
     sim.add_argument("--json", metavar="FILE.json", help="write the summary as JSON")
     add_arguments(sim)
+    _excite_parser(commands)
     args = parser.parse_args(argv)
     try:
         from_arguments(args)
@@ -343,7 +426,81 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--spin-us must be at least 0 and finite")
         if args.omega is not None and not 0 < args.omega < 1e9:
             parser.error("--omega must be positive and finite")
-    return run_command(simulate_command if args.command == "simulate" else demo, args, debug=args.debug)
+    if args.command == "excite":
+        _check_excite_arguments(parser, args)
+    command = {"simulate": simulate_command, "excite": excite_command}.get(args.command, demo)
+    return run_command(command, args, debug=args.debug)
+
+
+def _excite_parser(commands) -> None:
+    from .errors import EXIT_STATUS_HELP
+    from .options import add_arguments
+
+    # conflict_handler="resolve": the cache options call their directory --cache-dir or --out; here
+    # --out is the trajectory file, added last, and the cache directory stays --cache-dir.
+    excite = commands.add_parser("excite", help="design an excitation trajectory for parameter identification "
+                                                "(finite Fourier series, well-conditioned base regressor)",
+                                 epilog=EXCITE_EXAMPLE + "\n" + EXIT_STATUS_HELP, conflict_handler="resolve",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    excite.add_argument("description", help="robot description (YAML or URDF), e.g. robots/rr.yaml")
+    excite.add_argument("--duration", type=float, default=20.0, help="period of the trajectory in s (default 20)")
+    excite.add_argument("--harmonics", type=int, default=5, help="harmonics per joint (default 5)")
+    excite.add_argument("--starts", type=int, default=8, help="random starts of the optimisation (default 8)")
+    excite.add_argument("--seed", type=int, default=0, help="seed of the starts (default 0; same seed, same result)")
+    excite.add_argument("--criterion", choices=EXCITE_CRITERIA, default="cond",
+                        help="cond: minimise the condition number (default); d-optimal: maximise log det WᵀW")
+    excite.add_argument("--column-scale", choices=["si", "unit"], default="si",
+                        help="columns of the regressor for cond: in SI units (default) or scaled to unit norm")
+    excite.add_argument("--samples", type=int, default=200, help="times per period the criterion sees (default 200)")
+    excite.add_argument("--margin", type=float, default=0.05,
+                        help="fraction of every limit kept unused (default 0.05)")
+    excite.add_argument("--limit", action="append", default=[], metavar="KIND=V[,V...]",
+                        help="override a limit for all joints or per joint (repeatable); KIND: lower, upper, "
+                             "velocity, acceleration, effort")
+    excite.add_argument("--rate", type=float, default=100.0, help="CSV: samples per second (default 100)")
+    excite.add_argument("--scheduler", metavar="ADDRESS",
+                        help='run the starts on a Dask cluster, e.g. tcp://127.0.0.1:8786 (pip install '
+                             '"robodyn[distributed]")')
+    excite.add_argument("--workers", type=int, help="local worker processes (default: one per core; 1: in this "
+                                                    "process)")
+    add_arguments(excite)
+    excite.add_argument("--out", required=True, metavar="FILE",
+                        help="where to write the trajectory: .csv (samples), .json or .npz (coefficients); "
+                             "written atomically")
+
+
+def _check_excite_arguments(parser, args) -> None:
+    """Command-line mistakes of excite: exit 2 with a message naming the option."""
+    import math
+    from pathlib import Path
+
+    if not (math.isfinite(args.duration) and 0 < args.duration <= 1e6):
+        parser.error("--duration must be positive and at most 1e6 s")
+    if not 1 <= args.harmonics <= 100:
+        parser.error("--harmonics must be between 1 and 100")
+    if not 1 <= args.starts <= 10000:
+        parser.error("--starts must be between 1 and 10000")
+    if not 0 <= args.seed < 2**63:
+        parser.error("--seed must be a non-negative integer")
+    if not 4 * args.harmonics <= args.samples <= 100000:
+        parser.error(f"--samples must be at least 4 per period of the highest harmonic ({4 * args.harmonics}) and "
+                     "at most 100000")
+    if not 0 <= args.margin < 1:
+        parser.error("--margin must be a fraction in [0, 1)")
+    if not (math.isfinite(args.rate) and 0 < args.rate and 2 <= args.rate * args.duration <= 5e7):
+        parser.error("--rate must be positive, with --rate x --duration between 2 and 5e7 samples")
+    if args.workers is not None and not 1 <= args.workers <= 1024:
+        parser.error("--workers must be between 1 and 1024")
+    if args.workers is not None and args.scheduler is not None:
+        parser.error("--workers and --scheduler exclude each other: the cluster decides how many tasks run")
+    if args.scheduler is not None and not args.scheduler.strip():
+        parser.error("--scheduler: expected an address such as tcp://127.0.0.1:8786")
+    if Path(args.out).suffix.lower() not in (".csv", ".json", ".npz"):
+        parser.error(f"--out {args.out}: expected a .csv, .json or .npz file name")
+    try:
+        _limit_options(args.limit, None)
+    except ValueError as exc:
+        parser.error(str(exc))
 
 
 if __name__ == "__main__":
