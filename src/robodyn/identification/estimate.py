@@ -1,6 +1,6 @@
 """Least-squares estimates of the base parameters from a stacked system W θ = y.
 
-* ``ordinary_least_squares(W, y)``: θ = argmin ||W θ − y||² by a (pivoted) QR factorisation of W
+* ``ordinary_least_squares(W, y)``: θ = argmin ||W θ − y||² by a QR factorisation of W
   (scipy.linalg), never the normal equations, whose condition number is cond(W)².
   Covariance σ² (WᵀW)⁻¹ = σ² R⁻¹R⁻ᵀ with σ² = ||y − W θ||² / (rows − b).
 * ``weighted_least_squares(W, y, n_joints)``: Gautier's weighting. Each joint's noise variance is
@@ -89,25 +89,22 @@ def _system(W, y, names):
 
 
 def _solve(W: np.ndarray, y: np.ndarray, names):
-    """θ, R⁻¹ (so (WᵀW)⁻¹ = R⁻¹R⁻ᵀ), residual and cond(W), by pivoted QR; refuses a rank-deficient W."""
+    """θ, R⁻¹ (so (WᵀW)⁻¹ = R⁻¹R⁻ᵀ), residual and cond(W) by QR; refuses a rank-deficient W, naming
+    the dependent columns (found by a column-pivoted QR)."""
     from scipy.linalg import qr, solve_triangular, svdvals
 
-    singular = svdvals(W)
+    Q, R = qr(W, mode="economic")
+    singular = svdvals(R)  # W = Q R with orthonormal Q: the same singular values, from a b × b matrix
     condition = float(singular[0] / singular[-1]) if singular[-1] > 0.0 else float("inf")
-    Q, R, pivot = qr(W, mode="economic", pivoting=True)
-    diagonal = np.abs(np.diag(R))
-    rank = int(np.count_nonzero(diagonal > diagonal[0] * max(W.shape) * np.finfo(float).eps))
-    if rank < W.shape[1] or not np.isfinite(condition):
-        dependent = [names[i] if names else f"theta[{i}]" for i in pivot[rank:]] or ["(numerically)"]
+    rank = int(np.count_nonzero(singular > singular[0] * max(W.shape) * np.finfo(float).eps))
+    if rank < W.shape[1]:
+        pivot = qr(W, mode="r", pivoting=True)[1]
+        dependent = [names[i] if names else f"theta[{i}]" for i in pivot[rank:]]
         raise ValueError(f"W has rank {rank} < {W.shape[1]} parameters (cond {condition:.3g}): not identifiable "
                          f"from these data: {', '.join(dependent)}; excite the robot more or use base parameters")
     R_inverse = solve_triangular(R, np.eye(R.shape[0]))
-    theta = np.empty(W.shape[1])
-    theta[pivot] = R_inverse @ (Q.T @ y)
-    R_inverse_unpivoted = np.empty_like(R_inverse)
-    R_inverse_unpivoted[pivot] = R_inverse
-    residual = y - W @ theta
-    return theta, R_inverse_unpivoted, residual, condition
+    theta = R_inverse @ (Q.T @ y)
+    return theta, R_inverse, y - W @ theta, condition
 
 
 def _joint_rows(rows: int, n_joints: int) -> np.ndarray:
