@@ -551,9 +551,16 @@ class _Checker:
 
 def _run_start(task) -> StartResult:
     """One start: a seeded random feasible point, then SLSQP (runs in a worker)."""
-    from scipy.optimize import minimize
+    from ..parallel import one_blas_thread
 
     problem, index = task
+    with one_blas_thread():  # small SVDs and SLSQP subproblems: threads cost more than they gain
+        return _optimise_start(problem, index)
+
+
+def _optimise_start(problem: _Problem, index: int) -> StartResult:
+    from scipy.optimize import minimize
+
     started = time.perf_counter()
     robot, n, L, K = problem.robot, len(problem.names), problem.harmonics, problem.samples
     limits = problem.limits
