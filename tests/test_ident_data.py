@@ -8,14 +8,20 @@ simulations run on a compiled RR variant with a general centre of mass and Coulo
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from robodyn.identification import data as ident_data
-from robodyn.identification.data import (Measurements, TrueSignals, add_noise, excitation_band, process,
-                                         read_measurements, simulate_measurements, write_measurements)
+from robodyn.identification.data import (
+    Measurements,
+    add_noise,
+    excitation_band,
+    process,
+    read_measurements,
+    simulate_measurements,
+    write_measurements,
+)
 
 RR_IDENT = """\
 name: rr_ident
@@ -121,7 +127,7 @@ class StandInRR:
 def fourier_reference(duration=20.0, rate=1000.0, f0=0.1, harmonics=5, n=2, seed=3, amplitude=2.0):
     """A periodic multi-sine reference (t, q, qd, qdd), exact derivatives; cond ~ 40 for the RR arm."""
     rng = np.random.default_rng(seed)
-    t = np.arange(int(round(duration * rate)) + 1) / rate
+    t = np.arange(round(duration * rate) + 1) / rate
     w = 2 * np.pi * f0 * np.arange(1, harmonics + 1)
     a = rng.normal(size=(n, harmonics)) * amplitude / harmonics
     b = rng.normal(size=(n, harmonics)) * amplitude / harmonics
@@ -133,24 +139,35 @@ def fourier_reference(duration=20.0, rate=1000.0, f0=0.1, harmonics=5, n=2, seed
 NOISE = {"encoder_noise": 2e-5, "encoder_resolution": 2 * np.pi / 2**18, "torque_noise": 0.5}
 
 
-@pytest.fixture(scope="session")
-def rr_ident(cache_dir, tmp_path_factory):
+_built: dict = {}
+
+
+def load_rr_ident(cache_dir, tmp_path_factory):
+    """The compiled RR variant above (built once per session; the cache makes later loads instant)."""
     import robodyn
 
-    path = tmp_path_factory.mktemp("ident") / "rr_ident.yaml"
-    path.write_text(RR_IDENT)
-    return robodyn.load(path, cache_dir=cache_dir, verbose=False)
+    if "robot" not in _built:
+        path = tmp_path_factory.mktemp("ident") / "rr_ident.yaml"
+        path.write_text(RR_IDENT)
+        _built["robot"] = robodyn.load(path, cache_dir=cache_dir, verbose=False)
+    return _built["robot"]
 
 
-_runs: dict = {}
+def rr_simulation(robot):
+    """One 20 s simulated identification run at 1 kHz (noise-free signals in .truth), made once."""
+    if "run" not in _built:
+        _built["run"] = simulate_measurements(robot, *fourier_reference(), seed=0)
+    return _built["run"]
+
+
+@pytest.fixture(scope="session")
+def rr_ident(cache_dir, tmp_path_factory):
+    return load_rr_ident(cache_dir, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def rr_run(rr_ident):
-    """One 20 s simulated identification run at 1 kHz (noise-free signals in .truth), shared by the tests."""
-    if "run" not in _runs:
-        _runs["run"] = simulate_measurements(rr_ident, *fourier_reference(), seed=0)
-    return _runs["run"]
+    return rr_simulation(rr_ident)
 
 
 def relative_error(estimate, truth):

@@ -12,10 +12,32 @@ import sys
 
 import numpy as np
 import pytest
+from test_ident_data import (
+    INERTIAL,
+    NOISE,
+    StandInRR,
+    fourier_reference,
+    load_rr_ident,
+    rr_simulation,
+)
 
-from robodyn.identification.data import add_noise, process
-from robodyn.identification.estimate import Estimate, ordinary_least_squares, report, weighted_least_squares
-from test_ident_data import INERTIAL, NOISE, StandInRR, fourier_reference, rr_ident, rr_run  # noqa: F401 (fixtures)
+from robodyn.identification.data import add_noise, process, simulate_measurements
+from robodyn.identification.estimate import (
+    Estimate,
+    ordinary_least_squares,
+    report,
+    weighted_least_squares,
+)
+
+
+@pytest.fixture(scope="session")
+def rr_ident(cache_dir, tmp_path_factory):
+    return load_rr_ident(cache_dir, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def rr_run(rr_ident):
+    return rr_simulation(rr_ident)
 
 
 def exact_system(stand_in, run, step=10):
@@ -191,3 +213,75 @@ def test_consistent_estimate_without_cvxpy_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "cvxpy", None)
     with pytest.raises(ImportError, match=r'pip install "robodyn\[identify\]"'):
         consistent_estimate(np.eye(3), np.zeros(3), None, K=np.eye(3), layout=())
+
+
+# ------------------------------------------------------------------- the compiled regressor (real robots)
+
+def _has_regressor() -> bool:
+    import robodyn
+
+    return hasattr(robodyn.Robot, "base_regressor")
+
+
+needs_regressor = pytest.mark.skipif(not _has_regressor(), reason="the compiled regressor has not landed yet")
+
+
+def _relative_or_absolute(estimate, theta, floor):
+    """|θ̂/θ − 1| for the parameters that are not zero, |θ̂ − θ| / floor for those that are."""
+    zero = np.abs(theta) < 1e-12 * np.max(np.abs(theta))
+    return np.where(zero, np.abs(estimate - theta) / floor, np.abs(estimate / np.where(zero, 1.0, theta) - 1.0))
+
+
+@needs_regressor
+def test_rr_description_exact_then_noisy_identification(load):
+    """robots/rr.yaml (viscous friction D = 30, no Coulomb) with its compiled base regressor: exact
+    signals to 1e-8, then noisy encoders and torques through the full processing within 0.5 % / 2 %."""
+    robot = load("rr")
+    robot.params["D"] = 30.0
+    theta = robot.base_parameters()
+    run = simulate_measurements(robot, *fourier_reference(), seed=0)
+    truth = run.truth
+    W = robot.base_regressor(truth.q, truth.qd, truth.qdd).reshape(-1, theta.size)
+    exact = ordinary_least_squares(W, truth.tau.reshape(-1), n_joints=robot.n).parameters
+    assert np.max(_relative_or_absolute(exact, theta, 1.0)) < 1e-8
+    noisy = add_noise(run.t, truth, run.joint_names, seed=3, **NOISE)
+    p = process(noisy, robot)
+    estimate = weighted_least_squares(p.W, p.y, robot.n, names=p.parameter_names)
+    names = robot.base_parameter_names
+    friction = np.array([name.startswith(("Fv", "Fs")) for name in names])
+    error = _relative_or_absolute(estimate.parameters, theta, 0.1 * np.min(np.abs(theta[np.abs(theta) > 1e-9])))
+    assert np.max(error[~friction]) < 5e-3, dict(zip(names, error))
+    assert np.max(error[friction]) < 2e-2, dict(zip(names, error))
+
+
+@needs_regressor
+def test_rr_description_consistent_estimate(load):
+    pytest.importorskip("cvxpy")
+    from robodyn.identification.consistent import consistent_estimate
+
+    robot = load("rr")
+    robot.params["D"] = 30.0
+    theta = robot.base_parameters()
+    run = simulate_measurements(robot, *fourier_reference(duration=10.0, rate=200.0), seed=0, oversample=1)
+    truth = run.truth
+    W = robot.base_regressor(truth.q, truth.qd, truth.qdd).reshape(-1, theta.size)
+    estimate = consistent_estimate(W, truth.tau.reshape(-1), robot)
+    scale = np.max(np.abs(theta))
+    assert np.max(np.abs(estimate.base_parameters - theta)) < 1e-6 * scale
+    assert min(estimate.min_eigenvalues.values()) >= -1e-9
+    for kind, _, start, stop in robot.dynamic_parameter_layout:
+        if kind in ("rotor", "viscous", "coulomb"):
+            assert np.all(estimate.parameters[start:stop] >= -1e-9)
+
+
+@needs_regressor
+@pytest.mark.slow
+def test_puma560_exact_signals_recover_the_base_parameters(load):
+    robot = load("puma560")
+    theta = robot.base_parameters()
+    t, q, qd, qdd = fourier_reference(duration=20.0, rate=500.0, n=robot.n, seed=5, amplitude=0.8)
+    run = simulate_measurements(robot, t, q, qd, qdd, seed=0, oversample=2)
+    truth = run.truth
+    W = robot.base_regressor(truth.q, truth.qd, truth.qdd).reshape(-1, theta.size)
+    estimate = ordinary_least_squares(W, truth.tau.reshape(-1), n_joints=robot.n)
+    assert np.max(np.abs(estimate.parameters - theta)) < 1e-8 * np.max(np.abs(theta)), estimate.condition

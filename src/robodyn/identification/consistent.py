@@ -79,8 +79,8 @@ def consistent_estimate(W, y, robot, *, prior=None, regularization: float = 0.0,
     solver does not reach an optimal solution.
     """
     try:
-        import cvxpy as cp
         import clarabel  # noqa: F401  (the solver cvxpy calls)
+        import cvxpy as cp
     except ImportError as error:
         raise ImportError(f"{_INSTALL} ({error})") from None
     from scipy.linalg import qr

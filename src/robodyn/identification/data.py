@@ -36,9 +36,21 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Measurements", "TrueSignals", "ProcessedData", "read_measurements", "write_measurements",
-           "simulate_measurements", "add_noise", "process", "excitation_band",
-           "TIME_TOLERANCE", "MAX_FILE_BYTES", "MAX_SAMPLES", "MIN_SAMPLES"]
+__all__ = [
+    "MAX_FILE_BYTES",
+    "MAX_SAMPLES",
+    "MIN_SAMPLES",
+    "TIME_TOLERANCE",
+    "Measurements",
+    "ProcessedData",
+    "TrueSignals",
+    "add_noise",
+    "excitation_band",
+    "process",
+    "read_measurements",
+    "simulate_measurements",
+    "write_measurements",
+]
 
 #: Largest relative deviation of a time step from the median step.
 TIME_TOLERANCE = 1e-3
@@ -445,8 +457,9 @@ def simulate_measurements(robot, t, q_ref, qd_ref, qdd_ref, *, encoder_noise=0.0
     ``.truth``: ID(truth.q, truth.qd, truth.qdd) == truth.tau to rounding. ``add_noise`` draws new
     noise on the same motion (Monte-Carlo without re-simulating).
     """
-    import robodyn
     from scipy.interpolate import CubicHermiteSpline
+
+    import robodyn
 
     n = robot.n
     t = np.ascontiguousarray(t, dtype=np.float64)
@@ -480,7 +493,7 @@ def simulate_measurements(robot, t, q_ref, qd_ref, qdd_ref, *, encoder_noise=0.0
     fine_period = period / oversample
 
     def computed_torque(time, q, qd):
-        k = int(round(time / fine_period))
+        k = round(time / fine_period)
         tau = inverse_dynamics(q, qd, qdd_r[k] + kd * (qd_r[k] - qd) + kp * (q_r[k] - q))
         return tau - friction(qd) + friction(qd_r[k])
 
@@ -595,7 +608,7 @@ def process(m: Measurements, robot, *, cutoff: float | None = None, order: int =
             raise ValueError(f"parallel_cutoff {parallel_cutoff:g} Hz is above 0.8 × the decimated Nyquist "
                              f"{0.8 * nyquist / decimate:g} Hz: decimation would alias")
     if trim is None:
-        trim = 0 if raw else int(math.ceil(2.0 * rate / min(cutoff, parallel_cutoff)))
+        trim = 0 if raw else math.ceil(2.0 * rate / min(cutoff, parallel_cutoff))
     if isinstance(trim, bool) or not isinstance(trim, (int, np.integer)) or trim < 0:
         raise ValueError(f"trim: expected a non-negative integer, got {trim!r}")
     count = m.t.shape[0]

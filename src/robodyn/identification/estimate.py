@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Estimate", "ordinary_least_squares", "weighted_least_squares", "report", "POORLY_EXCITED"]
+__all__ = ["POORLY_EXCITED", "Estimate", "ordinary_least_squares", "report", "weighted_least_squares"]
 
 #: Default threshold of ``Estimate.poorly_excited``: relative standard deviation in percent.
 POORLY_EXCITED = 10.0
