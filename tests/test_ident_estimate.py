@@ -5,6 +5,7 @@ Oracles: exact data recover the parameters to 1e-8; noise on τ only gives estim
 with full processing give the inertial base parameters within 0.5 % and friction within 2 %; the
 consistent estimate satisfies every link's pseudo-inertia inequality and friction ≥ 0.
 """
+# ruff: noqa: F401, F811  (the shared session fixtures are imported and named by test parameters, as pytest requires)
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ import sys
 
 import numpy as np
 import pytest
-from test_ident_data import (
+from test_ident_data import (  # rr_ident, rr_run: the shared session fixtures
     INERTIAL,
     NOISE,
     StandInRR,
     fourier_reference,
-    load_rr_ident,
-    rr_simulation,
+    rr_ident,
+    rr_run,
 )
 
 from robodyn.identification.data import add_noise, process, simulate_measurements
@@ -28,16 +29,6 @@ from robodyn.identification.estimate import (
     report,
     weighted_least_squares,
 )
-
-
-@pytest.fixture(scope="session")
-def rr_ident(cache_dir, tmp_path_factory):
-    return load_rr_ident(cache_dir, tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def rr_run(rr_ident):
-    return rr_simulation(rr_ident)
 
 
 def exact_system(stand_in, run, step=10):
