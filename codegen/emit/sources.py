@@ -28,7 +28,7 @@ import sympy as sp
 from robodyn._version import __version__
 
 from ..model.program import needed_definitions
-from ..model.routines import RoutineDefinition, RoutineSet, TreeSolve
+from ..model.routines import Expressions, RoutineDefinition, RoutineSet, TreeSolve, dimensions
 from .printer import RobotCPrinter, count_operations, fold_constants
 
 
@@ -71,6 +71,8 @@ class _Block:
         for index, symbol in enumerate(self.model.parameters):
             names[symbol] = f"p[{index}]"
         self.names = names
+        own = definition.value.definitions if isinstance(definition.value, Expressions) else ()
+        self.definitions = tuple(self.model.definitions) + tuple(own)
         self.operations = 0
         self.cse_seconds = 0.0
 
@@ -82,7 +84,7 @@ class _Block:
         exprs = [fold_constants(e if isinstance(e, sp.Basic) else sp.Float(e)) for _, e in assignments]
         started = time.perf_counter()
         # Recursive route: the outputs refer to a program's intermediates, emitted first, in order.
-        prelude = needed_definitions(self.model.definitions, exprs) if self.model.definitions else []
+        prelude = needed_definitions(self.definitions, exprs) if self.definitions else []
         replacements, reduced = sp.cse(exprs, symbols=sp.numbered_symbols(f"{tag}_"), optimizations="basic",
                                        order="canonical")
         replacements = [(symbol, fold_constants(value)) for symbol, value in prelude] + list(replacements)
@@ -212,7 +214,7 @@ def _kernel_aliases(definition: RoutineDefinition) -> list[str]:
     """The kernel's array arguments under the names the routine's body uses."""
     routine = definition.routine
     lines = [f"    const double *{'' if a.optional else 'restrict '}{a.name} = inputs[{k}];"
-             for k, a in enumerate(routine.arguments)]
+             for k, a in enumerate(routine.arguments)] or ["    (void)inputs;"]
     lines += [f"    double *restrict {name} = outputs[{k}];" for k, name in enumerate(_output_names(definition))]
     return lines
 
@@ -223,6 +225,10 @@ def _public_body(prefix: str, definition: RoutineDefinition) -> list[str]:
     inputs = ", ".join(a.name for a in routine.arguments)
     outputs = ", ".join(_output_names(definition))
     call = f"{prefix}_{routine.name}_kernel(inputs, p, outputs)"
+    if not routine.arguments:  # C99 has no empty arrays
+        return [f"    double *const outputs[{len(routine.outputs)}] = {{{outputs}}};",
+                f"    return {call.replace('(inputs,', '((const double *const *)0,')};" if routine.failure
+                else f"    (void){call.replace('(inputs,', '((const double *const *)0,')};"]
     return [f"    const double *inputs[{len(routine.arguments)}] = {{{inputs}}};",
             f"    double *const outputs[{len(routine.outputs)}] = {{{outputs}}};",
             f"    return {call};" if routine.failure else f"    (void){call};"]
@@ -261,7 +267,24 @@ def build_metadata(routines: RoutineSet, operation_counts: dict) -> dict:
         "options": routines.options.as_dict(),
         "routines": {d.routine.name: {"algorithm": d.algorithm, "operations": operation_counts[d.routine.name]}
                      for d in routines.definitions},
+        **_identification_metadata(model),
     }
+
+
+def _identification_metadata(model) -> dict:
+    """Names and layout of the dynamic and base parameters (robodyn.Robot exposes them)."""
+    r = model.regressor
+    if r is None:
+        return {}
+    return {"dynamic_parameters": {
+        "names": list(r.names),
+        "layout": [list(entry) for entry in r.layout],
+        "base_names": list(r.base.names),
+        "base_columns": list(r.base.independent),
+        "base_expressions": list(r.base.expressions),
+        "base_symbolic": r.base.symbolic,
+        "base_at_defaults_only": r.base.defaults_only,
+    }}
 
 
 def _header_comment(routines: RoutineSet, prefix: str, title: str, extra: list[str]) -> str:
@@ -288,7 +311,7 @@ def _api_header(routines: RoutineSet, prefix: str, signatures: dict[str, str]) -
         routine = definition.routine
         routine_lines.append(f"  {signatures[routine.name]}")
         routine_lines.append(f"      {routine.doc}")
-        dims = {"n": n}
+        dims = dimensions(model)
         for argument, symbols in zip(routine.arguments, definition.inputs):
             note = ", may be NULL (zeros)" if argument.optional else ""
             routine_lines.append(f"      {argument.name:<5} [{len(symbols)}] {argument.doc}{note}")
@@ -335,7 +358,7 @@ def _api_header(routines: RoutineSet, prefix: str, signatures: dict[str, str]) -
 def _table_source(routines: RoutineSet, prefix: str, metadata: dict, counts: dict) -> str:
     model = routines.model
     description = model.description
-    dims = {"n": model.n}
+    dims = dimensions(model)
     lines = [
         _header_comment(routines, prefix, f"Dynamics of robot '{prefix}': the routine table of the robodyn runtime.", [
             "",
@@ -351,7 +374,7 @@ def _table_source(routines: RoutineSet, prefix: str, metadata: dict, counts: dic
     entries = []
     for definition in routines.definitions:
         routine = definition.routine
-        sizes = ", ".join(str(len(symbols)) for symbols in definition.inputs)
+        sizes = ", ".join(str(len(symbols)) for symbols in definition.inputs) or "0"
         ranks = ", ".join(str(len(o.shape)) for o in routine.outputs)
         shapes = []
         for output in routine.outputs:

@@ -34,7 +34,7 @@ import numpy as np
 import sympy as sp
 
 from ..model.program import needed_definitions
-from ..model.routines import RoutineDefinition, RoutineSet, TreeSolve
+from ..model.routines import Expressions, RoutineDefinition, RoutineSet, TreeSolve
 
 SYMBOLIC_TOLERANCE = 1e-12
 IDENTITY_TOLERANCE = 1e-9
@@ -116,13 +116,15 @@ def _vectorised(routines: RoutineSet, definition: RoutineDefinition, matrices) -
     all samples at once (each symbol's argument is a column of the batch)."""
     model = routines.model
     entries = [e for matrix in matrices for e in matrix]
-    prelude = needed_definitions(model.definitions, entries) if model.definitions else []
+    own = definition.value.definitions if isinstance(definition.value, Expressions) else ()
+    definitions = tuple(model.definitions) + tuple(own)
+    prelude = needed_definitions(definitions, entries) if definitions else []
     cse = (lambda exprs: (prelude, exprs)) if prelude else False
     arguments = [list(symbols) for symbols in definition.inputs] + [list(model.parameters)]
     function = sp.lambdify(arguments, entries, "numpy", cse=cse)
 
     def evaluate(inputs: list[np.ndarray], params: np.ndarray) -> list[np.ndarray]:
-        count = inputs[0].shape[0]
+        count = inputs[0].shape[0] if inputs else 1  # a routine without arguments: one value
         flat = function(*[x.T for x in inputs], params)
         values = [np.broadcast_to(np.asarray(v, dtype=float), (count,)) for v in flat]
         result, start = [], 0
@@ -209,6 +211,30 @@ def _identities(robot, routines: RoutineSet, values: dict[str, np.ndarray]) -> l
             error = max(_relative(t, r, s) for t, r, s in
                         zip(robot.inverse_dynamics(q_all, qd_all, qdd, h), tau_all, terms))
             checks.append(Check(name, error, IDENTITY_TOLERANCE))
+    checks += _regressor_identities(robot, has, values)
+    return checks
+
+
+def _regressor_identities(robot, has: set, values: dict[str, np.ndarray]) -> list[Check]:
+    """Y π = τ (friction included), Y = Y_base K, and the Slotine-Li regressor at q̇r = q̇, q̈r = q̈."""
+    if not {"regressor", "base_regressor", "dynamic_parameters", "base_parameter_matrix"} <= has:
+        return []
+    q, qd, qdd = values["q"], values["qd"], values["qdd"]
+    Y, Y_base = robot.regressor(q, qd, qdd), robot.base_regressor(q, qd, qdd)
+    pi, K = robot.dynamic_parameters(), robot.base_parameter_matrix()
+    checks = []
+    if "inverse_dynamics" in has:
+        tau = robot.inverse_dynamics(q, qd, qdd)
+        scale = np.max(np.abs(Y * pi), axis=2)  # the largest term of each torque: what rounding is relative to
+        checks.append(Check("regressor_times_parameters", max(_relative(a, b, s) for a, b, s in
+                                                              zip(Y @ pi, tau, scale.max(axis=1))),
+                            IDENTITY_TOLERANCE))
+    checks.append(Check("regressor_base_times_matrix", max(_relative(a, b) for a, b in zip(Y_base @ K, Y)),
+                        IDENTITY_TOLERANCE))
+    if "slotine_li_regressor" in has:
+        checks.append(Check("slotine_li_at_reference_equal_state",
+                            max(_relative(a, b) for a, b in zip(robot.slotine_li_regressor(q, qd, qd, qdd), Y_base)),
+                            IDENTITY_TOLERANCE))
     return checks
 
 

@@ -48,12 +48,21 @@ def exact_rotations(description) -> bool:
 def derive_model(description, options: BuildOptions | None = None, progress=None):
     """RobotDescription -> SymbolicModel by the route the options choose; ``progress(message)`` hears
     each step of the derivation (per joint on the Lagrange route, per algorithm on the recursive one)."""
+    import dataclasses
+
     from .lagrange import derive_lagrange
     from .recursive import derive_recursive
+    from .regressor import derive_regressor
 
     options = options or BuildOptions()
     method = resolve_method(options.method, len(description.tree),  # bodies, coupled or not
                             options.method != "auto" or exact_rotations(description))
     if method == "lagrange":
-        return derive_lagrange(description, simplify=options.simplify, progress=progress)
-    return derive_recursive(description, progress=progress)
+        model = derive_lagrange(description, simplify=options.simplify, progress=progress)
+    else:
+        model = derive_recursive(description, progress=progress)
+    # The regressor comes from its own Newton-Euler pass whatever the route: one formulation to verify.
+    regressor = derive_regressor(description, progress=progress)
+    timings = dict(model.timings, regressor_s=regressor.seconds - regressor.base.seconds,
+                   base_parameters_s=regressor.base.seconds)
+    return dataclasses.replace(model, regressor=regressor, timings=timings)

@@ -46,6 +46,7 @@ class SymbolicModel:
     rnea_tau: sp.ImmutableMatrix | None = None
     bias: sp.ImmutableMatrix | None = None
     aba: tuple | None = None  # (q̈ expressions, pivots D_i) of the articulated-body algorithm
+    regressor: object | None = None  # regressor.Regressor: τ = Y π, the dynamic and base parameters
     timings: dict = field(default_factory=dict, compare=False)
 
     @property

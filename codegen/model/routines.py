@@ -32,6 +32,7 @@ class Expressions:
 
     outputs: tuple[sp.ImmutableMatrix, ...]
     guards: tuple[sp.Expr, ...] = ()
+    definitions: tuple = ()  # intermediate symbols of the routine's own program (the regressor's), in order
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,18 @@ class RoutineSet:
 
 def argument_symbols(model: SymbolicModel) -> dict[str, tuple[sp.Symbol, ...]]:
     """The model's symbols for each argument name of the table."""
-    return {"q": model.q, "qd": model.qd, "qdd": model.qdd, "tau": model.tau, "h": model.wrench}
+    symbols = {"q": model.q, "qd": model.qd, "qdd": model.qdd, "tau": model.tau, "h": model.wrench}
+    if model.regressor is not None:
+        symbols |= {"qdr": model.regressor.qdr, "qddr": model.regressor.qddr}
+    return symbols
+
+
+def dimensions(model: SymbolicModel) -> dict[str, int]:
+    """The sizes the routine table's shapes name: n joints, p dynamic and b base parameters."""
+    dims = {"n": model.n}
+    if model.regressor is not None:
+        dims |= {"p": len(model.regressor.names), "b": len(model.regressor.base.names)}
+    return dims
 
 
 def _matrix(value) -> sp.ImmutableMatrix:
@@ -146,6 +158,35 @@ def _tool_jacobian(model, options):
     return Expressions((_matrix(model.tool_jacobian),)), "geometric Jacobian: z x (p_tool - p_joint), z per joint"
 
 
+def _regressor(model, options):
+    r = model.regressor
+    return (Expressions((sp.ImmutableMatrix(r.Y),), definitions=r.definitions),
+            "Y by a Newton-Euler pass linear in each body's ten parameters (Atkeson, An & Hollerbach 1986)")
+
+
+def _base_regressor(model, options):
+    r = model.regressor
+    return (Expressions((sp.ImmutableMatrix(r.Y.extract(list(range(r.Y.rows)), list(r.base.independent))),),
+                        definitions=r.definitions),
+            "the linearly independent columns of Y (base parameters found at build time)")
+
+
+def _slotine_li_regressor(model, options):
+    r = model.regressor
+    Y = r.slotine_li.extract(list(range(r.slotine_li.rows)), list(r.base.independent))
+    return (Expressions((sp.ImmutableMatrix(Y),), definitions=r.definitions),
+            "f = I a_r + B(I, v) v_r per body (Christoffel-consistent C), base columns")
+
+
+def _dynamic_parameters(model, options):
+    return Expressions((sp.ImmutableMatrix(model.regressor.values),)), (
+        "barycentric parameters of each link (rotors lumped), rotor spin inertias, friction")
+
+
+def _base_parameter_matrix(model, options):
+    return Expressions((model.regressor.base.matrix,)), "K = [I | beta] by columns: Y_dependent = Y_base beta"
+
+
 #: Routine name -> definition: (model, options) -> (value, algorithm) or None (not for this robot).
 DEFINITIONS: dict[str, Callable[[SymbolicModel, BuildOptions], tuple[Value, str] | None]] = {
     "mass_matrix": _mass_matrix,
@@ -159,7 +200,16 @@ DEFINITIONS: dict[str, Callable[[SymbolicModel, BuildOptions], tuple[Value, str]
     "potential_energy": _potential_energy,
     "tool_pose": _tool_pose,
     "tool_jacobian": _tool_jacobian,
+    "regressor": _regressor,
+    "base_regressor": _base_regressor,
+    "slotine_li_regressor": _slotine_li_regressor,
+    "dynamic_parameters": _dynamic_parameters,
+    "base_parameter_matrix": _base_parameter_matrix,
 }
+
+
+_NEEDS_REGRESSOR = {"regressor", "base_regressor", "slotine_li_regressor", "dynamic_parameters",
+                    "base_parameter_matrix"}
 
 
 def define_routines(model: SymbolicModel, options: BuildOptions) -> RoutineSet:
@@ -170,6 +220,8 @@ def define_routines(model: SymbolicModel, options: BuildOptions) -> RoutineSet:
     definitions = []
     for routine in robodyn.routines.TABLE:  # read at call time: routines registered later count too
         define = DEFINITIONS.get(routine.name)
+        if routine.name in _NEEDS_REGRESSOR and model.regressor is None:
+            define = None
         result = define(model, options) if define is not None else None
         if result is None:
             continue
@@ -184,4 +236,4 @@ def define_routines(model: SymbolicModel, options: BuildOptions) -> RoutineSet:
 
 
 __all__ = ["Expressions", "TreeSolve", "RoutineDefinition", "RoutineSet", "DEFINITIONS", "define_routines",
-           "argument_symbols", "TABLE"]
+           "argument_symbols", "dimensions", "TABLE"]

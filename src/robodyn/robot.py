@@ -133,6 +133,51 @@ class Robot(RobotCore):
     def joint_limits(self) -> list[dict]:
         return [dict(limit) for limit in self.metadata["limits"]]
 
+    # -- identification: tau = regressor(q, qd, qdd) @ dynamic_parameters() ---------------------
+
+    def _identification(self) -> dict:
+        info = self.metadata.get("dynamic_parameters")
+        if not isinstance(info, dict):
+            raise AttributeError(f"robot {self.name!r} was built without a regressor (rebuild it with this robodyn)")
+        return info
+
+    @property
+    def dynamic_parameter_names(self) -> tuple[str, ...]:
+        """Names of the columns of ``regressor``: per body k of the kinematic tree (joint order)
+        XXk XYk XZk YYk YZk ZZk (inertia about the link-frame origin, link axes), MXk MYk MZk (first
+        moments m c), Mk (mass); per rotor of joint k Iak (spin inertia; its mass and transverse inertia
+        are in its link's parameters); per joint Fvk, Fsk (viscous, Coulomb friction)."""
+        return tuple(self._identification()["names"])
+
+    @property
+    def dynamic_parameter_layout(self) -> tuple[tuple[str, str, int, int], ...]:
+        """(kind, label, start, stop) per group of dynamic parameters: kind "link" (ten parameters, label the
+        link name), "rotor", "viscous" or "coulomb" (label the joint name)."""
+        return tuple((kind, label, int(start), int(stop)) for kind, label, start, stop in
+                     self._identification()["layout"])
+
+    @property
+    def base_parameter_names(self) -> tuple[str, ...]:
+        """Names of the base parameters (columns of ``base_regressor``): the dynamic parameter each one
+        starts from, with R when others are grouped into it (ZZ1R = ZZ1 + a1**2*M2)."""
+        return tuple(self._identification()["base_names"])
+
+    @property
+    def base_parameter_expressions(self) -> dict[str, str]:
+        """Each base parameter as a combination of dynamic parameters, with coefficients in the
+        description's parameters where the geometry is symbolic (text, SymPy syntax)."""
+        info = self._identification()
+        return dict(zip(info["base_names"], info["base_expressions"]))
+
+    @property
+    def base_parameter_columns(self) -> tuple[int, ...]:
+        """Indices of the base parameters among the dynamic parameters (the regressor's kept columns)."""
+        return tuple(int(c) for c in self._identification()["base_columns"])
+
+    def base_parameters(self) -> np.ndarray:
+        """The base parameters at the current parameter values: base_parameter_matrix() @ dynamic_parameters()."""
+        return self.base_parameter_matrix() @ self.dynamic_parameters()
+
     def total_energy(self, q, qd):
         """Kinetic plus potential energy (a float, or shape (N,) for a batch)."""
         return self.kinetic_energy(q, qd) + self.potential_energy(q)

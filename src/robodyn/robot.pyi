@@ -63,6 +63,16 @@ class Robot(RobotCore):
         """Forward kinematics: pose of the tool frame in the base frame."""
     def jacobian(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
         """Geometric Jacobian of the tool frame."""
+    def regressor(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Inverse-dynamics regressor Y(q, qd, qdd): per link the ten barycentric parameters (inertia about the link origin, first moments, mass), per rotor its spin inertia, per joint viscous and Coulomb friction (names: dynamic_parameter_names)."""
+    def base_regressor(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Base regressor: the columns of Y that are linearly independent (names: base_parameter_names)."""
+    def slotine_li_regressor(self, q: ArrayLike, qd: ArrayLike, qdr: ArrayLike, qddr: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Slotine-Li regressor on the base parameters, with the Christoffel C (Mdot - 2C skew): the model of adaptive control."""
+    def dynamic_parameters(self, out: np.ndarray | None = None) -> np.ndarray:
+        """Dynamic parameters pi (the regressor's columns), from the current parameter values."""
+    def base_parameter_matrix(self, out: np.ndarray | None = None) -> np.ndarray:
+        """Base-parameter map K at the current parameter values (geometric parameters enter it)."""
     # END ROUTINES
 
 def install(cls: type, table: Any) -> None: ...

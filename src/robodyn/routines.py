@@ -87,7 +87,8 @@ class Routine:
 
     def docstring(self) -> str:
         """The method's docstring: summary, arguments, result, conventions."""
-        lines = [self.doc, "", "Arguments (one state, or a batch with a leading dimension N):"]
+        lines = [self.doc, ""]
+        lines += ["Arguments (one state, or a batch with a leading dimension N):"] if self.arguments else ["No arguments."]
         lines += [f"    {a.name} ({a.size},): {a.doc}" + (" (optional)" if a.optional else "") for a in self.arguments]
         if len(self.outputs) == 1:
             output = self.outputs[0]
@@ -116,6 +117,8 @@ _Q = Argument("q", "n", "joint positions [rad or m]")
 _QD = Argument("qd", "n", "joint velocities")
 _QDD = Argument("qdd", "n", "joint accelerations")
 _TAU = Argument("tau", "n", "joint torques or forces")
+_QDR = Argument("qdr", "n", "reference velocity (adaptive control: qd_desired - Lambda (q - q_desired))")
+_QDDR = Argument("qddr", "n", "reference acceleration (its time derivative)")
 _H = Argument("h", "6", "wrench the environment exerts on the tool origin: force, then moment, base frame",
               optional=True)
 
@@ -147,6 +150,27 @@ TABLE: tuple[Routine, ...] = (
     Routine("tool_jacobian", "jacobian", (_Q,),
             (Output(("6", "n"), "linear velocity of the tool origin, then angular velocity (base frame)"),),
             "Geometric Jacobian of the tool frame.", "O(n)"),
+    # Identification (robodyn.identification): tau = Y pi, linear in the dynamic parameters pi.
+    Routine("regressor", "regressor", (_Q, _QD, _QDD),
+            (Output(("n", "p"), "Y with Y @ dynamic_parameters() = inverse_dynamics(q, qd, qdd)"),),
+            "Inverse-dynamics regressor Y(q, qd, qdd): per link the ten barycentric parameters (inertia about the "
+            "link origin, first moments, mass), per rotor its spin inertia, per joint viscous and Coulomb friction "
+            "(names: dynamic_parameter_names).", "O(n^2)"),
+    Routine("base_regressor", "base_regressor", (_Q, _QD, _QDD),
+            (Output(("n", "b"), "the independent columns of Y: Y_base @ base_parameters() = inverse dynamics"),),
+            "Base regressor: the columns of Y that are linearly independent (names: base_parameter_names).",
+            "O(n^2)"),
+    Routine("slotine_li_regressor", "slotine_li_regressor", (_Q, _QD, _QDR, _QDDR),
+            (Output(("n", "b"), "Y_base(q, qd, qdr, qddr) @ base_parameters() = M qddr + C(q, qd) qdr + g + "
+                                "friction(qd)"),),
+            "Slotine-Li regressor on the base parameters, with the Christoffel C (Mdot - 2C skew): the model "
+            "of adaptive control.", "O(n^2)"),
+    Routine("dynamic_parameters", "dynamic_parameters", (),
+            (Output(("p",), "the dynamic parameters at the current parameter values"),),
+            "Dynamic parameters pi (the regressor's columns), from the current parameter values.", "O(n)"),
+    Routine("base_parameter_matrix", "base_parameter_matrix", (),
+            (Output(("b", "p"), "K: base_parameters() = K @ dynamic_parameters(), Y = Y_base @ K"),),
+            "Base-parameter map K at the current parameter values (geometric parameters enter it).", "O(n^2)"),
 )
 
 

@@ -1,0 +1,573 @@
+"""Stage 2, identification: the dynamics written linear in the dynamic parameters, τ = Y(q, q̇, q̈) π.
+
+The dynamic parameters π (``PARAMETER_LAYOUT``) are, per body of the kinematic tree, the ten
+barycentric parameters about the link-frame origin — inertia XX XY XZ YY YZ ZZ (tensor entries),
+first moments MX MY MZ = m c, mass M — in which the model is linear (it is not linear in the inertia
+about the centre of mass); per motor rotor its spin inertia Ia; per tree joint its viscous and
+Coulomb friction Fv, Fs. A rotor's mass and transverse inertia move with the link it rides on, so
+they are lumped into that link's parameters; only its spin inertia has a column of its own, which
+carries the full rotor model (the coupling k_r z·ω̇_parent and the gyroscopic terms, not k_r² Ia q̈).
+
+Y is computed by a Newton-Euler pass (Atkeson, An & Hollerbach 1986): each body's wrench is linear in
+its parameters, f = A(v, a) π_body, and is carried to every joint it loads. With a reference velocity
+q̇r and acceleration q̈r the same pass gives the Slotine-Li regressor
+Y(q, q̇, q̇r, q̈r) π = M q̈r + C(q, q̇) q̇r + g + friction(q̇), with the Christoffel-consistent C (the
+factorisation of Echeandia & Wensing 2021, as in recursive.py): f = I a_r + B(I, v) v_r.
+
+Base parameters (``base_parameters``): the columns of Y that are linearly independent, chosen left to
+right in the order above (so that, as in Khalil & Gautier's grouping rules, a link's parameters are
+grouped into those of the links nearer the base: ZZ1R = ZZ1 + a1² M2), found numerically on stacked
+regressors at random states and random values of the description's parameters, with each dependent
+column's combination β then solved exactly (in the description's parameters when Y depends on them).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from .. import geometry
+from ..description.model import RobotDescription
+from .common import Coupling, Progress
+from .program import Program, expand_program, needed_definitions
+from .recursive import _cross, force_cross, motion_cross
+
+#: The ten parameters of a body, in Khalil's order (the greedy base-parameter choice relies on it).
+LINK_PARAMETERS = ("XX", "XY", "XZ", "YY", "YZ", "ZZ", "MX", "MY", "MZ", "M")
+#: (kind, name stems) of every parameter group, in the order of π.
+PARAMETER_LAYOUT = (("link", LINK_PARAMETERS), ("rotor", ("Ia",)), ("viscous", ("Fv",)), ("coulomb", ("Fs",)))
+
+# Columns whose best fit by the earlier ones leaves less than this (relative) are dependent.
+_RANK_TOLERANCE = 1e-8
+
+
+@dataclass(frozen=True)
+class BaseParameters:
+    independent: tuple[int, ...]  # columns of Y kept, in order
+    names: tuple[str, ...]
+    matrix: sp.ImmutableMatrix  # K (b x p): base = K π, Y = Y_base K
+    expressions: tuple[str, ...]  # readable: "ZZ1 + a1**2*M2"
+    symbolic: bool  # whether K depends on the description's parameters
+    defaults_only: bool  # K found at the parameter defaults only (exact states did not reduce Y to numbers)
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Regressor:
+    names: tuple[str, ...]  # dynamic parameter names, length p
+    layout: tuple[tuple[str, str, int, int], ...]  # (kind, label, start, stop)
+    values: sp.ImmutableMatrix  # π (p x 1) in the description's parameters
+    Y: sp.ImmutableMatrix  # n x p, over ``definitions``, inputs q, qd, qdd
+    slotine_li: sp.ImmutableMatrix  # n x p, inputs q, qd, qdr, qddr
+    qdr: tuple[sp.Symbol, ...]
+    qddr: tuple[sp.Symbol, ...]
+    definitions: tuple
+    base: BaseParameters
+    seconds: float
+
+
+def _body_parameters(prefix: str):
+    return sp.symbols(" ".join(f"{stem}_{prefix}" for stem in LINK_PARAMETERS), real=True)
+
+
+_PI = _body_parameters("pi")
+
+
+def _inertia_times() -> callable:
+    """K(x) with I(π) x = K(x) π for the spatial inertia I(π) about the origin ([angular; linear])."""
+    xx, xy, xz, yy, yz, zz, mx, my, mz, m = _PI
+    inertia = sp.Matrix([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    h = sp.Matrix([mx, my, mz])
+    spatial = sp.zeros(6, 6)
+    spatial[:3, :3] = inertia
+    spatial[:3, 3:] = _cross(h)
+    spatial[3:, :3] = _cross(h).T
+    spatial[3:, 3:] = m * sp.eye(3)
+    x = sp.Matrix(sp.symbols("x0:6", real=True))
+    template = (spatial * x).jacobian(sp.Matrix(_PI))
+
+    def times(vector: sp.Matrix) -> sp.Matrix:
+        return template.xreplace(dict(zip(x, vector)))
+
+    return times
+
+
+_INERTIA_TIMES = _inertia_times()
+
+
+def barycentric(mass, com: sp.Matrix, inertia_com: sp.Matrix) -> list[sp.Expr]:
+    """The ten parameters of a body from its mass, centre and inertia about the centre (same frame)."""
+    c = sp.Matrix(com)
+    about_origin = sp.Matrix(inertia_com) + mass * ((c.T * c)[0, 0] * sp.eye(3) - c * c.T)
+    return [about_origin[0, 0], about_origin[0, 1], about_origin[0, 2], about_origin[1, 1], about_origin[1, 2],
+            about_origin[2, 2], mass * c[0], mass * c[1], mass * c[2], mass]
+
+
+def _parameter_values(description: RobotDescription) -> tuple[list[str], list, list[sp.Expr]]:
+    """Names, layout and values of π: links (with the rotors they carry), rotors, friction."""
+    tree = description.tree
+    names, layout, values = [], [], []
+    link_values = []
+    for k, joint in enumerate(tree):
+        inertial = joint.inertial
+        value = barycentric(inertial.mass, inertial.com, inertial.inertia)
+        for child in tree:  # rotors riding on this link: mass and transverse inertia move with it
+            rotor = child.rotor
+            if child.parent != k or rotor is None:
+                continue
+            placement = sp.Matrix(child.placement)
+            R, p = placement[:3, :3], placement[:3, 3]
+            centre, axis = R * sp.Matrix(rotor.com) + p, R * sp.Matrix(rotor.axis)
+            transverse = rotor.transverse_inertia * (sp.eye(3) - axis * axis.T)
+            value = [a + b for a, b in zip(value, barycentric(rotor.mass, centre, transverse))]
+        link_values.append(value)
+    for k, joint in enumerate(tree):
+        layout.append(("link", joint.link_name, len(names), len(names) + 10))
+        names += [f"{stem}{k + 1}" for stem in LINK_PARAMETERS]
+        values += link_values[k]
+    for k, joint in enumerate(tree):
+        if joint.rotor is not None:
+            layout.append(("rotor", joint.name, len(names), len(names) + 1))
+            names.append(f"Ia{k + 1}")
+            values.append(joint.rotor.inertia)
+    for k, joint in enumerate(tree):
+        layout.append(("viscous", joint.name, len(names), len(names) + 1))
+        names.append(f"Fv{k + 1}")
+        values.append(joint.viscous)
+    for k, joint in enumerate(tree):
+        layout.append(("coulomb", joint.name, len(names), len(names) + 1))
+        names.append(f"Fs{k + 1}")
+        values.append(joint.coulomb)
+    return names, layout, [sp.expand(v) for v in values]
+
+
+def _regressor_pass(description: RobotDescription, program: Program, q, qd, qdr, qddr) -> sp.Matrix:
+    """Y over the tree's joints (rows) and π (columns): f = I a_r + B(I, v) v_r per body, carried to
+    every joint it loads. With qdr = qd and qddr = qdd this is the inverse-dynamics regressor."""
+    let_v = program.vector
+    tree = description.tree
+    n = len(tree)
+    gravity = sp.Matrix(description.base)[:3, :3].T * sp.Matrix(description.gravity)
+    rotor_joints = [k for k, joint in enumerate(tree) if joint.rotor is not None]
+    p = 10 * n + len(rotor_joints) + 2 * n
+    Y = sp.zeros(n, p)
+
+    local, subspace = [], []
+    for joint in tree:
+        t = program.matrix(sp.Matrix(joint.placement) * geometry.screw(joint.kind, sp.Matrix(joint.axis),
+                                                                      q[len(local)]) * sp.Matrix(joint.successor))
+        local.append((t[:3, :3], t[:3, 3]))
+        successor = sp.Matrix(joint.successor)
+        rt = successor[:3, :3].T
+        direction, point = rt * sp.Matrix(joint.axis), -rt * successor[:3, 3]
+        if joint.kind == "revolute":
+            subspace.append(let_v([*direction, *point.cross(direction)]))
+        else:
+            subspace.append(let_v([0, 0, 0, *direction]))
+
+    def to_child(i: int, m: sp.Matrix) -> sp.Matrix:
+        R, pos = local[i]
+        w, v = m[:3, 0], m[3:, 0]
+        return let_v([*(R.T * w), *(R.T * (v - pos.cross(w)))])
+
+    def to_parent(i: int, f: sp.Matrix) -> sp.Matrix:
+        R, pos = local[i]
+        moment, force = R * f[:3, 0], R * f[3:, 0]
+        return let_v([*(moment + pos.cross(force)), *force])
+
+    def wrench_block(v, v_r, a_r, parameters: sp.Matrix | None = None) -> list[sp.Matrix]:
+        """Columns of A with f = A π_body = I(a_r − ½ v×v_r) + ½ v×*(I v_r) + ½ v_r×*(I v)."""
+        same = v_r == v
+        if same:
+            block = _INERTIA_TIMES(a_r) + force_cross(v) * _INERTIA_TIMES(v)
+        else:
+            block = (_INERTIA_TIMES(a_r - motion_cross(v) * v_r / 2) + force_cross(v) * _INERTIA_TIMES(v_r) / 2
+                     + force_cross(v_r) * _INERTIA_TIMES(v) / 2)
+        if parameters is not None:  # a body whose ten parameters are fixed multiples of one (a rotor's spin)
+            block = block * parameters
+        return [let_v(block[:, c]) for c in range(block.cols)]
+
+    zero = sp.zeros(6, 1)
+    base_acceleration = sp.Matrix([0, 0, 0, *(-gravity)])
+    velocity, velocity_r, acceleration_r = [], [], []
+    for i, joint in enumerate(tree):
+        if joint.parent < 0:
+            v_p, vr_p, ar_p = zero, zero, to_child(i, base_acceleration)
+        else:
+            v_p, vr_p, ar_p = (to_child(i, velocity[joint.parent]), to_child(i, velocity_r[joint.parent]),
+                               to_child(i, acceleration_r[joint.parent]))
+        v = let_v(v_p + subspace[i] * qd[i])
+        v_r = v if qdr is qd else let_v(vr_p + subspace[i] * qdr[i])
+        velocity.append(v)
+        velocity_r.append(v_r)
+        acceleration_r.append(let_v(ar_p + subspace[i] * qddr[i] + motion_cross(v) * subspace[i] * qdr[i]))
+
+    def carry(link: int, columns: list[sp.Matrix], start: int) -> None:
+        """Add S_jᵀ (columns carried to j) to row j of Y for ``link`` and each of its ancestors."""
+        j = link
+        while True:
+            for c, column in enumerate(columns):
+                Y[j, start + c] = program.let(Y[j, start + c] + (subspace[j].T * column)[0, 0])
+            if tree[j].parent < 0:
+                return
+            columns = [to_parent(j, column) for column in columns]
+            j = tree[j].parent
+
+    for i in range(n):
+        carry(i, wrench_block(velocity[i], velocity_r[i], acceleration_r[i]), 10 * i)
+
+    for r, i in enumerate(rotor_joints):
+        joint, rotor = tree[i], tree[i].rotor
+        placement = sp.Matrix(joint.placement)
+        R, pos = placement[:3, :3], placement[:3, 3]
+        centre, axis = R * sp.Matrix(rotor.com) + pos, R * sp.Matrix(rotor.axis)
+        psi = let_v(rotor.gear_ratio * sp.Matrix([*axis, *centre.cross(axis)]))  # parent coordinates
+        parent = joint.parent
+        if parent < 0:
+            v_p, vr_p, ar_p = zero, zero, base_acceleration
+        else:
+            v_p, vr_p, ar_p = velocity[parent], velocity_r[parent], acceleration_r[parent]
+        v_m = let_v(v_p + psi * qd[i])
+        v_mr = v_m if qdr is qd else let_v(vr_p + psi * qdr[i])
+        a_mr = let_v(ar_p + psi * qddr[i] + motion_cross(v_p) * psi * qdr[i])
+        spin = sp.Matrix(barycentric(0, sp.zeros(3, 1), axis * axis.T))  # unit spin inertia about its axis
+        (column,) = wrench_block(v_m, v_mr, a_mr, spin)
+        index = 10 * n + r
+        Y[i, index] = program.let(Y[i, index] + (psi.T * column)[0, 0])
+        if parent >= 0:
+            carry(parent, [column], index)
+
+    friction_start = 10 * n + len(rotor_joints)
+    for i in range(n):
+        Y[i, friction_start + i] = qd[i]
+        Y[i, friction_start + n + i] = sp.sign(qd[i])
+    return Y
+
+
+def derive_regressor(description: RobotDescription, simplify: bool = True,
+                     progress: Progress | None = None, seed: int = 0) -> Regressor:
+    """The regressors (inverse dynamics and Slotine-Li), the dynamic parameters and the base parameters."""
+    from .common import model_symbols
+
+    start = time.perf_counter()
+    say = progress or (lambda message: None)
+    n_model = description.n
+    q, qd, qdd, _, _ = model_symbols(n_model)
+    qdr = sp.symbols(f"qdr1:{n_model + 1}", real=True)
+    qddr = sp.symbols(f"qddr1:{n_model + 1}", real=True)
+    coupling = Coupling(description)
+    program = Program(prefix="y")
+    tree_q = coupling.positions(q)
+
+    def projected(rows: sp.Matrix) -> sp.Matrix:
+        if coupling.identity:
+            return rows
+        out = sp.zeros(n_model, rows.cols)
+        for c in range(rows.cols):
+            out[:, c] = coupling.vector(list(rows[:, c])).applyfunc(program.let)
+        return out
+
+    # The friction columns of a coupled joint see its own rate: G q̇ enters Y through qd (tree rates).
+    rates = coupling.rates(qd)
+    Y = projected(_regressor_pass(description, program, tree_q, rates, rates, coupling.rates(qdd)))
+    Y_sl = projected(_regressor_pass(description, program, tree_q, rates, coupling.rates(qdr),
+                                     coupling.rates(qddr)))
+    names, layout, values = _parameter_values(description)
+    say(f"  regressor: {len(names)} dynamic parameters, {len(program.definitions)} intermediate values "
+        f"({time.perf_counter() - start:.2f} s)")
+    definitions = tuple(program.definitions)
+    base = base_parameters(description, Y, definitions, (q, qd, qdd), names, layout, seed=seed)
+    say(f"  base parameters: {len(base.names)} of {len(names)} ({base.seconds:.2f} s)")
+    return Regressor(tuple(names), tuple(layout), sp.ImmutableMatrix(values), sp.ImmutableMatrix(Y),
+                     sp.ImmutableMatrix(Y_sl), qdr, qddr, definitions, base, time.perf_counter() - start)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Base parameters
+
+
+def _evaluator(description, Y: sp.Matrix, definitions, inputs):
+    """NumPy function (q, qd, qdd, params) -> Y for a batch (samples, n, p)."""
+    entries = list(Y)
+    prelude = needed_definitions(list(definitions), entries)
+    cse = (lambda exprs: (prelude, exprs)) if prelude else False
+    parameters = [p.symbol for p in description.parameters]
+    function = sp.lambdify([list(s) for s in inputs] + [parameters], entries, "numpy", cse=cse)
+    rows, cols = Y.shape
+
+    def evaluate(q, qd, qdd, params):
+        count = q.shape[0]
+        flat = function(q.T, qd.T, qdd.T, params)
+        values = [np.broadcast_to(np.asarray(v, dtype=float), (count,)) for v in flat]
+        return np.stack(values, axis=1).reshape(count, rows, cols)
+
+    return evaluate
+
+
+def _random_states(description, count: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = description.n
+    return (rng.uniform(-np.pi, np.pi, (count, n)), rng.uniform(-2, 2, (count, n)), rng.uniform(-2, 2, (count, n)))
+
+
+def _random_parameters(description, rng) -> np.ndarray:
+    """Generic values of the description's parameters: each default scaled by a random factor."""
+    defaults = np.array([float(p.default) for p in description.parameters], dtype=float)
+    return defaults * rng.uniform(0.6, 1.4, defaults.shape)
+
+
+def _independent_columns(W: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """Greedy left-to-right choice of independent columns of W (each normalised), and the relative
+    distance of every column from the span of the earlier ones."""
+    import scipy.linalg
+
+    norms = np.linalg.norm(W, axis=0)
+    scaled = W / np.where(norms > 0, norms, 1.0)
+    _, R = scipy.linalg.qr(scaled, mode="economic")
+    distance = np.abs(np.diag(R))
+    distance = np.where(norms > 1e-12 * max(norms.max(), 1e-300), distance, 0.0)
+    return [j for j in range(W.shape[1]) if distance[j] > _RANK_TOLERANCE], distance
+
+
+def base_parameters(description, Y, definitions, inputs, names, layout, seed: int = 0) -> BaseParameters:
+    """The base parameters of Y: independent columns, and K with Y = Y[:, independent] K."""
+    start = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    evaluate = _evaluator(description, Y, definitions, inputs)
+    p = Y.cols
+    samples = max(12, int(np.ceil(3 * p / max(Y.rows, 1))))
+
+    def stacked(params):
+        W = evaluate(*_random_states(description, samples, rng), params)
+        return W.reshape(-1, p)
+
+    generic = [_random_parameters(description, rng) for _ in range(2)]
+    stacks = [stacked(params) for params in generic]
+    independent, _ = _independent_columns(stacks[0])
+    if _independent_columns(stacks[1])[0] != independent:
+        independent, _ = _independent_columns(np.vstack(stacks))
+    dependent = [j for j in range(p) if j not in independent]
+    geometric = _parameters_in(Y, definitions, description)
+
+    def numeric_beta(W):
+        """β of the dependent columns, entries that contribute less than 1e-9 of a column zeroed."""
+        if not dependent:
+            return np.zeros((len(independent), 0))
+        norms = np.linalg.norm(W, axis=0)
+        silent = norms <= 1e-12 * norms.max()  # columns without effect: their parameters drop out
+        norms = np.where(norms > 0, norms, 1.0)
+        scaled = np.linalg.lstsq(W[:, independent] / norms[independent], W[:, dependent] / norms[dependent],
+                                 rcond=None)[0]
+        scaled[np.abs(scaled) < 1e-9] = 0.0
+        scaled[:, silent[dependent]] = 0.0
+        return scaled * norms[dependent][None, :] / norms[independent][:, None]
+
+    K = sp.zeros(len(independent), p)
+    for row, column in enumerate(independent):
+        K[row, column] = 1
+    symbolic, exact = bool(geometric), True
+    defaults = np.array([float(p.default) for p in description.parameters], dtype=float)
+    try:  # β found numerically at one generic point, then exactly in the parameters Y has, if any
+        if not dependent:
+            beta = []
+        elif geometric:
+            beta = _exact_combinations(description, Y, definitions, inputs, independent, dependent,
+                                       numeric_beta(stacks[0]), rng)
+        else:
+            beta = _precise_combinations(description, Y, definitions, inputs, independent, dependent,
+                                         numeric_beta(stacks[0]), rng)
+    except _NotExact:
+        exact = False
+        beta_numeric = numeric_beta(stacked(defaults) if geometric else np.vstack(stacks))
+        beta = [[sp.Float(beta_numeric[row, d], 17) if beta_numeric[row, d] != 0 else sp.Integer(0)
+                 for row in range(len(independent))] for d in range(len(dependent))]
+    defaults_only = symbolic and not exact
+    symbolic = symbolic and exact
+    for d_index, column in enumerate(dependent):
+        for row in range(len(independent)):
+            value = beta[d_index][row]
+            # Exact binary fractions of URDF numbers: as doubles (exact to rounding) in the C code.
+            K[row, column] = sp.Float(value, 17) if isinstance(value, sp.Rational) and value.q > 10**9 else value
+    _verify(description, evaluate, K, independent, rng, defaults_only)
+
+    base_names, expressions = [], []
+    symbols = sp.symbols(" ".join(names), real=True) if len(names) > 1 else (sp.Symbol(names[0], real=True),)
+    for row, column in enumerate(independent):
+        grouped = any(K[row, d] != 0 for d in dependent)
+        base_names.append(names[column] + ("R" if grouped else ""))
+        expression = sum((_readable(K[row, j]) * symbols[j] for j in range(p) if K[row, j] != 0), sp.Integer(0))
+        expressions.append(sp.sstr(expression, order="none"))
+    return BaseParameters(tuple(independent), tuple(base_names), sp.ImmutableMatrix(K), tuple(expressions), symbolic,
+                          defaults_only, time.perf_counter() - start)
+
+
+def _parameters_in(Y, definitions, description) -> list[sp.Symbol]:
+    """The description's parameters Y depends on (geometry, gravity, gear ratios)."""
+    wanted = set(p.symbol for p in description.parameters)
+    found = set()
+    for expr in list(Y):
+        found |= expr.free_symbols & wanted
+    for _, value in needed_definitions(list(definitions), list(Y)):
+        found |= value.free_symbols & wanted
+    return [p.symbol for p in description.parameters if p.symbol in found]
+
+
+def _readable(value: sp.Expr) -> sp.Expr:
+    """A coefficient for display: exact when short (9/100, a1**2), else 12 significant digits."""
+    if isinstance(value, sp.Rational) and value.q > 10**9:
+        return sp.Float(value, 12)
+    if isinstance(value, sp.Float):
+        return sp.Float(value, 12)
+    return value
+
+
+# Points on the unit circle with rational coordinates (Pythagorean triples): exact sin and cos.
+_CIRCLE = [(sp.Rational(3, 5), sp.Rational(4, 5)), (sp.Rational(5, 13), sp.Rational(12, 13)),
+           (sp.Rational(8, 17), sp.Rational(15, 17)), (sp.Rational(7, 25), sp.Rational(24, 25)),
+           (sp.Rational(20, 29), sp.Rational(21, 29)), (sp.Rational(12, 37), sp.Rational(35, 37))]
+
+
+def _exact_combinations(description, Y, definitions, inputs, independent, dependent, beta_numeric, rng):
+    """β of each dependent column as exact expressions in the description's parameters.
+
+    Only the independent columns that the numerical β uses take part (a few per dependent column);
+    Y is evaluated exactly at states whose sines and cosines are rational, with the parameters
+    symbolic, and the small square system is solved by fraction-free elimination."""
+    q, qd, qdd = inputs
+    n = len(q)
+    rows_needed = max(np.count_nonzero(beta_numeric, axis=0).max(initial=0), 1)
+    states = []
+    for s in range(max(2 * rows_needed // max(n, 1) + 2, 3)):
+        values = {}
+        for i in range(n):
+            cos_, sin_ = _CIRCLE[int(rng.integers(len(_CIRCLE)))]
+            sign_c, sign_s = (1 if rng.random() < 0.5 else -1), (1 if rng.random() < 0.5 else -1)
+            values[sp.cos(q[i])] = sign_c * cos_
+            values[sp.sin(q[i])] = sign_s * sin_
+            values[q[i]] = sp.Rational(int(rng.integers(-9, 10)), 7)
+            values[qd[i]] = sp.Rational(int(rng.integers(-9, 10)), 5)
+            values[qdd[i]] = sp.Rational(int(rng.integers(-9, 10)), 3)
+        states.append(values)
+    columns = sorted(set(independent) | set(dependent))
+    needed = needed_definitions(list(definitions), [Y[r, c] for r in range(Y.rows) for c in columns])
+    rows = []  # per state and joint: {column: exact value}
+    for values in states:
+        known = dict(values)
+        for symbol, value in needed:
+            known[symbol] = sp.expand(_exact(value).xreplace(known))
+        for r in range(Y.rows):
+            rows.append({c: sp.expand(_exact(Y[r, c]).xreplace(known)) for c in columns})
+    for row in rows:
+        for value in row.values():
+            if value.has(sp.sin, sp.cos, sp.Function):
+                raise _NotExact()
+    import scipy.linalg
+    from sympy.polys.matrices import DomainMatrix
+
+    point = {p.symbol: sp.Float(float(p.default) * float(rng.uniform(0.6, 1.4)))
+             for p in description.parameters}
+    result = []
+    for d_index, d in enumerate(dependent):
+        support = [k for k in range(len(independent)) if beta_numeric[k, d_index] != 0]
+        beta = [sp.Integer(0)] * len(independent)
+        if support:
+            A = sp.Matrix([[row[independent[k]] for k in support] for row in rows])
+            b = sp.Matrix([row[d] for row in rows])
+            # A square, well-conditioned subsystem (rows chosen at a generic numerical point), solved
+            # exactly over the field of rational functions in the parameters.
+            numeric = np.array(A.xreplace(point).evalf(), dtype=float)
+            _, _, pivots = scipy.linalg.qr(numeric.T, pivoting=True)
+            chosen = sorted(pivots[:len(support)])
+            k = len(support)
+            augmented = DomainMatrix.from_Matrix(A.extract(chosen, list(range(k))).row_join(b.extract(chosen, [0])))
+            augmented = augmented.to_field()
+            system, rhs = augmented.extract(list(range(k)), list(range(k))), augmented.extract(list(range(k)), [k])
+            solution = system.lu_solve(rhs).to_Matrix()
+            for k, value in zip(support, solution):
+                beta[k] = sp.factor(sp.cancel(value))
+        result.append(beta)
+    return result
+
+
+def _precise_combinations(description, Y, definitions, inputs, independent, dependent, beta_numeric, rng):
+    """β of each dependent column when Y has no symbolic parameters: the same small square systems as
+    ``_exact_combinations``, in 40-digit arithmetic (mpmath), rounded to doubles at the end."""
+    import mpmath
+    import scipy.linalg
+
+    supports = [[k for k in range(len(independent)) if beta_numeric[k, d] != 0] for d in range(len(dependent))]
+    columns = sorted(set(dependent) | {independent[k] for support in supports for k in support})
+    entries = [Y[r, c] for r in range(Y.rows) for c in columns]
+    prelude = needed_definitions(list(definitions), entries)
+    parameters = [p.symbol for p in description.parameters]
+    cse = (lambda exprs: (prelude, exprs)) if prelude else False
+    function = sp.lambdify([list(s) for s in inputs] + [parameters], entries, "mpmath", cse=cse)
+    position = {c: i for i, c in enumerate(columns)}
+    needed = max((len(support) for support in supports), default=1)
+    count = max(2 * needed // max(Y.rows, 1) + 2, 3)
+    defaults = [mpmath.mpf(float(p.default)) for p in description.parameters]
+    rows = []
+    with mpmath.workdps(40):
+        for q, qd, qdd in zip(*_random_states(description, count, rng)):
+            values = function([mpmath.mpf(x) for x in q], [mpmath.mpf(x) for x in qd],
+                              [mpmath.mpf(x) for x in qdd], defaults)
+            for r in range(Y.rows):
+                rows.append([values[r * len(columns) + position[c]] for c in columns])
+        result = []
+        for d_index, d in enumerate(dependent):
+            support = supports[d_index]
+            beta = [sp.Integer(0)] * len(independent)
+            if support:
+                A = np.array([[float(row[position[independent[k]]]) for k in support] for row in rows])
+                _, _, pivots = scipy.linalg.qr(A.T, pivoting=True)
+                chosen = sorted(pivots[:len(support)])
+                system = mpmath.matrix([[rows[i][position[independent[k]]] for k in support] for i in chosen])
+                rhs = mpmath.matrix([rows[i][position[d]] for i in chosen])
+                solution = mpmath.lu_solve(system, rhs)
+                for k, value in zip(support, solution):
+                    beta[k] = _rounded(float(value)) if abs(value) > 1e-25 else sp.Integer(0)
+            result.append(beta)
+    return result
+
+
+def _rounded(value: float) -> sp.Expr:
+    """A double as an exact rational when it is a short decimal (0.0825**2 from a URDF), else a Float."""
+    for digits in range(0, 13):
+        scaled = value * 10**digits
+        if abs(scaled) < 1e15 and abs(scaled - round(scaled)) <= 1e-9 * max(abs(scaled), 1.0) * 10**-digits * 10:
+            candidate = sp.Rational(int(round(scaled)), 10**digits)
+            if abs(float(candidate) - value) <= 4e-16 * abs(value):
+                return candidate
+    return sp.Float(value, 17)
+
+
+def _exact(expr: sp.Expr) -> sp.Expr:
+    """Floats (URDF numbers) as the exact rationals they are, so that elimination is exact."""
+    floats = expr.atoms(sp.Float)
+    return expr.xreplace({f: sp.Rational(f) for f in floats}) if floats else expr
+
+
+class _NotExact(Exception):
+    """The regressor has functions that exact states do not reduce to numbers (mimic offsets)."""
+
+
+def _verify(description, evaluate, K: sp.Matrix, independent, rng, defaults_only: bool = False) -> None:
+    """Y = Y_base K at fresh random states and parameter values (the structural claim); at the
+    defaults only when β could only be found there."""
+    parameters = [p.symbol for p in description.parameters]
+    K_function = sp.lambdify([parameters], K, "numpy")
+    defaults = np.array([float(p.default) for p in description.parameters], dtype=float)
+    for _ in range(2):
+        params = defaults if defaults_only else _random_parameters(description, rng)
+        W = evaluate(*_random_states(description, 8, rng), params)
+        K_value = np.asarray(K_function(params), dtype=float)
+        residual = np.abs(W - W[:, :, independent] @ K_value).max()
+        scale = max(np.abs(W).max(), 1e-300)
+        if residual > 1e-9 * scale:
+            raise RuntimeError(f"base parameters: Y - Y_base K = {residual:.2e} (scale {scale:.2e}) at random "
+                               "values of the description's parameters; the dependencies found are not structural")
+
+
+__all__ = ["Regressor", "BaseParameters", "derive_regressor", "LINK_PARAMETERS", "PARAMETER_LAYOUT", "barycentric"]
