@@ -114,6 +114,31 @@ def test_an_unusable_output_is_status_1_before_the_work(tmp_path, capsys, stand_
     assert "--out" in error and "is a directory" in error
 
 
+def test_starts_on_a_dask_cluster_given_by_its_address(tmp_path, capsys, stand_in):
+    distributed = pytest.importorskip("distributed")
+    serial, remote = tmp_path / "serial.json", tmp_path / "remote.json"
+    assert _exit_status(["excite", RR, *QUICK, "--quiet", "--out", str(serial)]) == 0
+    arguments = [a for a in QUICK if a not in ("--workers", "1")]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  worker_dashboard_address=None) as cluster:
+        assert _exit_status(["excite", RR, *arguments, "--scheduler", cluster.scheduler_address,
+                             "--out", str(remote)]) == 0
+    assert "cond of the stacked base regressor" in capsys.readouterr().out
+    assert remote.read_text() == serial.read_text()  # seeds per start: the same design anywhere
+
+
+def test_an_unreachable_scheduler_is_status_1(tmp_path, capsys, stand_in, monkeypatch):
+    pytest.importorskip("distributed")
+    import robodyn.parallel
+
+    real = robodyn.parallel.executor
+    monkeypatch.setattr(robodyn.parallel, "executor", lambda scheduler, workers: real(scheduler, workers,
+                                                                                       connect_timeout=1))
+    assert _exit_status(["excite", RR, *QUICK[:-2], "--scheduler", "tcp://127.0.0.1:9",
+                         "--out", str(tmp_path / "t.csv")]) == 1
+    assert "cannot connect" in capsys.readouterr().err and not (tmp_path / "t.csv").exists()
+
+
 def test_the_real_command_on_the_notes_arm(tmp_path, cache_dir, load):
     """rr through robodyn's generated regressor, two local workers, progress on stderr."""
     if not hasattr(load("rr"), "base_regressor"):

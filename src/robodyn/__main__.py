@@ -279,7 +279,8 @@ The trajectory is a finite Fourier series per joint (period = --duration) whose 
 the condition number of the stacked base regressor within the joint limits (the description's, else
 2 rad/s, 10 rad/s^2 and +-pi for revolute joints; --limit overrides). The output's suffix chooses the
 file: .csv samples at --rate Hz with the coefficients in a '# fourier:' comment line, .json or .npz
-coefficients (robodyn.identification.excitation.FourierTrajectory.load reads all three).
+coefficients (robodyn.identification.excitation.FourierTrajectory.load reads all three). When no
+start stays within the limits, the best one's report is printed, nothing is written and the status is 1.
 """
 
 
