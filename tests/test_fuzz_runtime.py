@@ -66,7 +66,7 @@ def _calls(robot, rng: np.random.Generator, count: int) -> list:
     calls = []
     for routine in TABLE:
         method = getattr(robot, routine.method)
-        shape = tuple(n if d == "n" else int(d) for d in routine.outputs[0].shape)
+        shape = routine.shape(routine.outputs[0], robot.dimensions)
         for _ in range(count // len(TABLE)):
             args = []
             for argument in routine.arguments:

@@ -282,6 +282,7 @@ def _identification_metadata(model) -> dict:
         "base_names": list(r.base.names),
         "base_columns": list(r.base.independent),
         "base_expressions": list(r.base.expressions),
+        "base_known_zero": list(r.base.known_zero),
         "base_symbolic": r.base.symbolic,
         "base_at_defaults_only": r.base.defaults_only,
     }}

@@ -50,6 +50,7 @@ class BaseParameters:
     names: tuple[str, ...]
     matrix: sp.ImmutableMatrix  # K (b x p): base = K π, Y = Y_base K
     expressions: tuple[str, ...]  # readable: "ZZ1 + a1**2*M2"
+    known_zero: tuple[int, ...]  # base parameters made only of parameters the description fixes at zero
     symbolic: bool  # whether K depends on the description's parameters
     defaults_only: bool  # K found at the parameter defaults only (exact states did not reduce Y to numbers)
     seconds: float
@@ -279,10 +280,26 @@ def derive_regressor(description: RobotDescription, simplify: bool = True,
     say(f"  regressor: {len(names)} dynamic parameters, {len(program.definitions)} intermediate values "
         f"({time.perf_counter() - start:.2f} s)")
     definitions = tuple(program.definitions)
-    base = base_parameters(description, Y, definitions, (q, qd, qdd), names, layout, seed=seed)
-    say(f"  base parameters: {len(base.names)} of {len(names)} ({base.seconds:.2f} s)")
+    zeros = {j for j, value in enumerate(values) if value == 0}
+    base = base_parameters(description, Y, definitions, (q, qd, qdd), names, layout, seed=seed, zeros=zeros)
+    say(f"  base parameters: {len(base.names)} of {len(names)} ({base_summary(base, layout)}; {base.seconds:.2f} s)")
     return Regressor(tuple(names), tuple(layout), sp.ImmutableMatrix(values), sp.ImmutableMatrix(Y),
                      sp.ImmutableMatrix(Y_sl), qdr, qddr, definitions, base, time.perf_counter() - start)
+
+
+def base_summary(base: BaseParameters, layout) -> str:
+    """'6 inertial, 4 friction; MY1, MY2 fixed at zero by the description'"""
+    kind_of = {}
+    for kind, _, start, stop in layout:
+        for j in range(start, stop):
+            kind_of[j] = {"link": "inertial", "rotor": "rotor", "viscous": "friction", "coulomb": "friction"}[kind]
+    counts = {}
+    for column in base.independent:
+        counts[kind_of[column]] = counts.get(kind_of[column], 0) + 1
+    text = ", ".join(f"{counts[k]} {k}" for k in ("inertial", "rotor", "friction") if k in counts)
+    if base.known_zero:
+        text += "; fixed at zero by the description: " + ", ".join(base.names[i] for i in base.known_zero)
+    return text
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -331,8 +348,14 @@ def _independent_columns(W: np.ndarray) -> tuple[list[int], np.ndarray]:
     return [j for j in range(W.shape[1]) if distance[j] > _RANK_TOLERANCE], distance
 
 
-def base_parameters(description, Y, definitions, inputs, names, layout, seed: int = 0) -> BaseParameters:
-    """The base parameters of Y: independent columns, and K with Y = Y[:, independent] K."""
+def base_parameters(description, Y, definitions, inputs, names, layout, seed: int = 0,
+                    zeros: set[int] = frozenset()) -> BaseParameters:
+    """The base parameters of Y: independent columns, and K with Y = Y[:, independent] K.
+
+    ``zeros``: dynamic parameters the description fixes at zero whatever its parameter values (a centre
+    of mass on a link axis, a planar link's inertia, no Coulomb friction): base parameters made only of
+    such are reported as known (``known_zero``), for estimators that take the description's structure
+    as given."""
     start = time.perf_counter()
     rng = np.random.default_rng(seed)
     evaluate = _evaluator(description, Y, definitions, inputs)
@@ -399,8 +422,10 @@ def base_parameters(description, Y, definitions, inputs, names, layout, seed: in
         base_names.append(names[column] + ("R" if grouped else ""))
         expression = sum((_readable(K[row, j]) * symbols[j] for j in range(p) if K[row, j] != 0), sp.Integer(0))
         expressions.append(sp.sstr(expression, order="none"))
-    return BaseParameters(tuple(independent), tuple(base_names), sp.ImmutableMatrix(K), tuple(expressions), symbolic,
-                          defaults_only, time.perf_counter() - start)
+    known_zero = tuple(row for row in range(len(independent))
+                       if all(K[row, j] == 0 or j in zeros for j in range(p)))
+    return BaseParameters(tuple(independent), tuple(base_names), sp.ImmutableMatrix(K), tuple(expressions),
+                          known_zero, symbolic, defaults_only, time.perf_counter() - start)
 
 
 def _parameters_in(Y, definitions, description) -> list[sp.Symbol]:

@@ -221,24 +221,9 @@ def _write_output(write, option: str, path: str) -> None:
 
 
 def _write_atomically(path, text: str) -> None:
-    """Write ``path`` completely or not at all (a full disk leaves no truncated file)."""
-    import os
-    import tempfile
+    from ._files import write_atomically
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.chmod(temporary, 0o666 & ~umask)  # a plain file's mode, not mkstemp's private 0600
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    write_atomically(path, text)
 
 
 def _gains(controller) -> dict:

@@ -170,9 +170,26 @@ class Robot(RobotCore):
         return dict(zip(info["base_names"], info["base_expressions"]))
 
     @property
+    def known_zero_base_parameters(self) -> tuple[str, ...]:
+        """Base parameters the description fixes at zero whatever its parameter values (every term is a
+        literal zero: a centre of mass on a link axis, a planar link, no Coulomb friction). An estimator may
+        take them as known: robodyn.identification does with ``known_zeros=True``."""
+        info = self._identification()
+        return tuple(info["base_names"][i] for i in info.get("base_known_zero", ()))
+
+    @property
     def base_parameter_columns(self) -> tuple[int, ...]:
         """Indices of the base parameters among the dynamic parameters (the regressor's kept columns)."""
         return tuple(int(c) for c in self._identification()["base_columns"])
+
+    @property
+    def dimensions(self) -> dict[str, int]:
+        """The sizes the routine table's shapes name: n joints, p dynamic and b base parameters."""
+        dims = {"n": self.n}
+        info = self.metadata.get("dynamic_parameters")
+        if isinstance(info, dict):
+            dims |= {"p": len(info["names"]), "b": len(info["base_names"])}
+        return dims
 
     def base_parameters(self) -> np.ndarray:
         """The base parameters at the current parameter values: base_parameter_matrix() @ dynamic_parameters()."""
