@@ -264,6 +264,29 @@ def test_optimised_trajectory_beats_the_single_sine_within_the_limits():
     assert peak > 0.9  # the design uses the room it has (a loose one would not be optimal)
     assert trajectory.duration == 20 and trajectory.period == 20 and trajectory.joint_names == robot.joint_names
     assert "cond of the stacked base regressor" in report.summary() and json.dumps(report.as_dict())
+    assert "cond with unit-norm columns" in report.summary() and report.cond_unit < report.cond
+
+
+class GearedStandInRR(StandInRR):
+    """A rotor-like column: the first column times 100² (a gear ratio of 100 squared)."""
+
+    def base_regressor(self, q, qd, qdd):
+        Y = rr_base_regressor(q, qd, qdd)
+        Y[..., 0] *= 1e4
+        return Y
+
+
+def test_column_scales_that_swamp_cond_are_pointed_out_and_unit_scaling_removes_them():
+    options = dict(duration=20, harmonics=3, starts=1, samples=60)
+    _, si = design_excitation(GearedStandInRR(), **options)
+    assert si.cond > 100 * si.cond_unit and "consider column_scale='unit'" in si.summary()
+    trajectory, unit = design_excitation(GearedStandInRR(), column_scale="unit", **options)
+    assert unit.cond == pytest.approx(unit.cond_unit) and unit.cond < 10 and "consider" not in unit.summary()
+    # Unit scaling does not see the gear ratio: the same optimum as for the plain arm (to the
+    # optimiser's tolerance; rounding differs).
+    plain, again = design_excitation(StandInRR(), column_scale="unit", **options)
+    assert again.cond == pytest.approx(unit.cond, rel=1e-3)
+    np.testing.assert_allclose(trajectory.a, plain.a, atol=1e-2)
 
 
 def test_torque_limits_hold_through_the_inverse_dynamics():

@@ -20,9 +20,13 @@ as in the literature and the issue's figures (notes' RR arm, centres of mass on 
 cond 252 for one sine per joint over 20 s, 12 optimised with 5 harmonics; with general centres of
 mass, 6 inertial base parameters: 4449 and 19). Scaling every column to unit norm makes cond independent of units but blind to a
 parameter that is excited weakly compared with the torque it must be separated from (one slow sine
-already scores ~5 there), so it is an option (``column_scale="unit"``), not the default; any
-positive (b,) vector, such as the nominal parameter magnitudes, is accepted too. The D-optimal
-criterion (maximise log det WᵀW) does not depend on column scaling at all.
+already scores ~5 there, and unit-scaled designs leave most of the limits unused), so it is an
+option (``column_scale="unit"``), not the default; any positive (b,) vector, such as the nominal
+parameter magnitudes, is accepted too. The D-optimal criterion (maximise log det WᵀW) does not
+depend on column scaling at all and rewards strong excitation. For geared robots the SI cond is
+dominated by the rotor columns (squared gear ratios; Puma 560: 4418 where the unit-norm cond of
+the same design is 13.7): use the unit scaling or D-optimality there; the report gives both conds
+and says so.
 """
 
 from __future__ import annotations
@@ -57,6 +61,9 @@ CHECK_REFINEMENT = 8
 #: ``samples``): a peak between them is missed by at most 1 - cos(pi / 20) = 1.2 % of it, within half
 #: the default margin; fewer rows keep SLSQP's subproblems small (its time grows with the rows).
 CONSTRAINT_POINTS_PER_CYCLE = 20
+#: ``summary`` points at column scaling when cond in SI units exceeds this multiple of the unit-norm
+#: cond (Puma 560: 4418 against 13.7, its rotor columns carry the squared gear ratios; RR arm: 20 / 3.4).
+SCALE_WARNING = 100.0
 #: Regularisation of the D-optimal criterion, relative to the mean eigenvalue of WᵀW/N.
 D_OPTIMAL_EPSILON = 1e-9
 _FORMAT = "robodyn excitation v1"
@@ -389,6 +396,7 @@ class ExcitationReport:
     log_det: float
     margin: float
     feasible: bool
+    cond_unit: float           # cond with every column scaled to unit norm (free of units and gear ratios)
     usage: dict
     limits: dict
     starts: list
@@ -401,7 +409,8 @@ class ExcitationReport:
 
     def as_dict(self) -> dict:
         scale = self.column_scale
-        return {"criterion": self.criterion, "cond": self.cond, "log_det": self.log_det, "margin": self.margin,
+        return {"criterion": self.criterion, "cond": self.cond, "cond_unit": self.cond_unit, "log_det": self.log_det,
+                "margin": self.margin,
                 "feasible": self.feasible, "usage": {k: v.tolist() for k, v in self.usage.items()},
                 "limits": {k: [None if not math.isfinite(x) else x for x in v.tolist()]
                            for k, v in self.limits.items()},
@@ -417,6 +426,11 @@ class ExcitationReport:
                  f"limits margin: {self.margin:.1%} of the tightest limit unused ({worst})"]
         for kind, usage in self.usage.items():
             lines.append(f"  peak {kind:<12} " + ", ".join(f"{u:.0%}" for u in usage))
+        lines.append(f"cond with unit-norm columns: {self.cond_unit:.4g}")
+        if self.criterion == "cond" and self.column_scale is None and self.cond > SCALE_WARNING * self.cond_unit:
+            lines.append(f"note: the columns' scales differ by orders of magnitude (gear ratios, units), so cond in "
+                         f"SI units measures them more than the excitation; consider column_scale='unit' "
+                         f"(--column-scale unit) or the d-optimal criterion")
         if not self.feasible:
             lines.append("no start stayed within the limits: relax them, raise the duration or lower the margin")
         return "\n".join(lines)
@@ -520,6 +534,7 @@ def design_excitation(robot, *, duration: float, harmonics: int, samples: int = 
     usage = check.usage(trajectory)
     W = _stacked(robot, *trajectory.evaluate(np.arange(samples) * (period / samples)))
     report = ExcitationReport(criterion=criterion, cond=_cond(_scaled(W, column_scale)), log_det=_log_det(W),
+                              cond_unit=_cond(_scaled(W, "unit")),
                               margin=float(1.0 - max(float(np.max(u)) for u in usage.values())),
                               feasible=bool(feasible), usage=usage, limits=bounds, starts=results, best=best.index,
                               samples=samples, harmonics=harmonics, period=period, column_scale=column_scale,
