@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_ident_excitation import StandInRR
 
 import robodyn.__main__ as cli
 from robodyn.identification.excitation import CRITERIA, LIMIT_KINDS, FourierTrajectory
-from test_ident_excitation import StandInRR
 
 ROOT = Path(__file__).resolve().parent.parent
 RR = str(ROOT / "robots" / "rr.yaml")
@@ -58,6 +58,8 @@ def test_help_shows_an_example_and_the_exit_statuses():
     (["--workers", "0"], "--workers"),
     (["--limit", "speed=3"], "--limit"),
     (["--limit", "velocity=fast"], "--limit"),
+    (["--limit", "velocity=nan"], "must be finite"),
+    (["--limit", "acceleration=inf"], "must be finite"),
     (["--rate", "0"], "--rate"),
 ])
 def test_bad_arguments_are_status_2_with_a_message(arguments, message, tmp_path, capsys, stand_in):

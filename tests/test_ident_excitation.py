@@ -16,8 +16,14 @@ import math
 import numpy as np
 import pytest
 
-from robodyn.identification.excitation import (DEFAULT_LIMITS, FourierTrajectory, design_excitation,
-                                               excitation_limits, regressor_condition, single_sine)
+from robodyn.identification.excitation import (
+    DEFAULT_LIMITS,
+    FourierTrajectory,
+    design_excitation,
+    excitation_limits,
+    regressor_condition,
+    single_sine,
+)
 
 G0, A1 = 9.81, 1.0
 
@@ -88,9 +94,9 @@ class StandInGeneralRR(StandInRR):
 
 
 def test_the_general_stand_in_reproduces_robodyn_with_offset_centres_of_mass(tmp_path, cache_dir):
-    import robodyn
-
     from conftest import ROBOTS
+
+    import robodyn
 
     text = (ROBOTS / "rr.yaml").read_text()
     text = text.replace("com: [ac1 - a1, 0, 0]", "com: [ac1 - a1, cy1, 0]").replace(

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_ident_excitation import StandInRR
 
 from robodyn.parallel import executor, local_context, map_tasks
-from test_ident_excitation import StandInRR
 
 DESIGN = dict(duration=10, harmonics=2, starts=4, samples=40, seed=3)
 

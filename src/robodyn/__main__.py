@@ -277,6 +277,8 @@ EXCITE_LIMITS = ("lower", "upper", "velocity", "acceleration", "effort")
 def _limit_options(items: list[str], n: int) -> dict:
     """--limit KIND=V or KIND=V1,...,Vn (repeatable) as a mapping for excitation_limits (n None: the
     count of values is not checked yet)."""
+    import math
+
     limits = {}
     for item in items:
         kind, sep, text = item.partition("=")
@@ -288,7 +290,9 @@ def _limit_options(items: list[str], n: int) -> dict:
             values = [float(v) for v in text.split(",")]
         except ValueError:
             raise ValueError(f"--limit {item!r}: expected comma-separated numbers") from None
-        if any(v != v for v in values) or (n is not None and len(values) not in (1, n)):
+        if not all(math.isfinite(v) or (v == math.inf and kind == "effort") for v in values):
+            raise ValueError(f"--limit {item!r}: the values must be finite (effort may be inf: no limit)")
+        if n is not None and len(values) not in (1, n):
             raise ValueError(f"--limit {item!r}: expected one number or {n} (one per joint)")
         limits[kind] = values[0] if len(values) == 1 else values
     return limits

@@ -30,10 +30,11 @@ import contextlib
 import multiprocessing
 import os
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
-__all__ = ["executor", "map_tasks", "local_context", "one_blas_thread"]
+__all__ = ["executor", "local_context", "map_tasks", "one_blas_thread"]
 
 DISTRIBUTED_HINT = 'a scheduler address needs Dask distributed: pip install "robodyn[distributed]"'
 

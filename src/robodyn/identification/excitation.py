@@ -31,19 +31,28 @@ and says so.
 
 from __future__ import annotations
 
+import io
 import json
 import math
-import os
-import tempfile
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-__all__ = ["FourierTrajectory", "ExcitationReport", "StartResult", "design_excitation", "excitation_limits",
-           "regressor_condition", "single_sine", "DEFAULT_LIMITS", "CRITERIA"]
+__all__ = [
+    "CRITERIA",
+    "DEFAULT_LIMITS",
+    "ExcitationReport",
+    "FourierTrajectory",
+    "StartResult",
+    "design_excitation",
+    "excitation_limits",
+    "regressor_condition",
+    "single_sine",
+]
 
 CRITERIA = ("cond", "d-optimal")
 
@@ -172,7 +181,7 @@ class FourierTrajectory:
                 "offsets": self.offsets.tolist(), "a": self.a.tolist(), "b": self.b.tolist()}
 
     @classmethod
-    def from_dict(cls, values: Mapping, source: str = "trajectory") -> "FourierTrajectory":
+    def from_dict(cls, values: Mapping, source: str = "trajectory") -> FourierTrajectory:
         if not isinstance(values, Mapping) or values.get("format") != _FORMAT:
             raise ValueError(f"{source}: not a robodyn excitation trajectory (expected format {_FORMAT!r})")
         try:
@@ -195,19 +204,23 @@ class FourierTrajectory:
         * ``.npz`` — the coefficients (``frequency``, ``a``, ``b``, ``offsets``, ``joint_names``,
           ``duration`` NaN when unset) and the samples ``t``, ``q``, ``qd``, ``qdd``.
         """
+        from .._files import write_atomically
+
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix == ".json":
-            _write_atomically(path, lambda stream: stream.write(json.dumps(self.as_dict(), indent=2).encode() + b"\n"))
+            write_atomically(path, json.dumps(self.as_dict(), indent=2) + "\n")
         elif suffix == ".csv":
-            _write_atomically(path, lambda stream: stream.write(self._csv(rate).encode()))
+            write_atomically(path, self._csv(rate))
         elif suffix == ".npz":
             t, q, qd, qdd = self.sample(rate)
             arrays = dict(format=np.array(_FORMAT), frequency=np.array(self.frequency), a=self.a, b=self.b,
                           offsets=self.offsets, joint_names=np.array(self.joint_names),
                           duration=np.array(np.nan if self.duration is None else self.duration),
                           t=t, q=q, qd=qd, qdd=qdd)
-            _write_atomically(path, lambda stream: np.savez(stream, **arrays))
+            buffer = io.BytesIO()
+            np.savez(buffer, **arrays)
+            write_atomically(path, buffer.getvalue())
         else:
             raise ValueError(f"{path}: unknown file type {path.suffix!r} (expected .csv, .json or .npz)")
         return path
@@ -227,7 +240,7 @@ class FourierTrajectory:
         return "\n".join(lines) + "\n"
 
     @classmethod
-    def load(cls, path) -> "FourierTrajectory":
+    def load(cls, path) -> FourierTrajectory:
         """Read a trajectory written by ``save`` (.csv through its ``# fourier:`` line, .json, .npz)."""
         path = Path(path)
         suffix = path.suffix.lower()
@@ -428,9 +441,9 @@ class ExcitationReport:
             lines.append(f"  peak {kind:<12} " + ", ".join(f"{u:.0%}" for u in usage))
         lines.append(f"cond with unit-norm columns: {self.cond_unit:.4g}")
         if self.criterion == "cond" and self.column_scale is None and self.cond > SCALE_WARNING * self.cond_unit:
-            lines.append(f"note: the columns' scales differ by orders of magnitude (gear ratios, units), so cond in "
-                         f"SI units measures them more than the excitation; consider column_scale='unit' "
-                         f"(--column-scale unit) or the d-optimal criterion")
+            lines.append("note: the columns' scales differ by orders of magnitude (gear ratios, units), so cond in "
+                         "SI units measures them more than the excitation; consider column_scale='unit' "
+                         "(--column-scale unit) or the d-optimal criterion")
         if not self.feasible:
             lines.append("no start stayed within the limits: relax them, raise the duration or lower the margin")
         return "\n".join(lines)
@@ -708,22 +721,3 @@ def _count(value, name: str, low: int, high: int) -> int:
     if not low <= value <= high:
         raise ValueError(f"{name}: expected an integer from {low} to {high}, got {value}")
     return int(value)
-
-
-def _write_atomically(path: Path, write: Callable) -> None:
-    """Write ``path`` through ``write(binary stream)`` completely or not at all, with a plain file's mode."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.chmod(temporary, 0o666 & ~umask)
-        with os.fdopen(handle, "wb") as stream:
-            write(stream)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
