@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from ._version import __version__
-from .control import PD, ComputedTorque, FunctionController, NoControl, PDGravity, SlotineLi
+from .control import PD, AdaptiveSlotineLi, ComputedTorque, FunctionController, NoControl, PDGravity, SlotineLi
 from .options import BuildOptions
 from .references import Hold, Quintic, Sine, Step
 from .robot import Parameters, Robot
@@ -20,7 +20,7 @@ from .simulation import Harness, LoopStats, Plant, SimulatedPlant, Trajectory, s
 
 __all__ = ["load", "Robot", "Parameters", "BuildOptions", "__version__",
            "simulate", "Harness", "Plant", "SimulatedPlant", "Trajectory", "LoopStats",
-           "NoControl", "PD", "PDGravity", "ComputedTorque", "SlotineLi", "FunctionController",
+           "NoControl", "PD", "PDGravity", "ComputedTorque", "SlotineLi", "AdaptiveSlotineLi", "FunctionController",
            "Hold", "Step", "Sine", "Quintic"]
 
 
