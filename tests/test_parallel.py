@@ -125,12 +125,21 @@ def _has_threadpoolctl() -> bool:
     return True
 
 
-def test_blas_runs_on_one_thread_inside_a_start():
-    threadpoolctl = pytest.importorskip("threadpoolctl")
+def _blas_threads_in_a_fresh_process(_):
+    import threadpoolctl
+
     from robodyn.parallel import one_blas_thread
 
     with one_blas_thread():
-        assert all(pool["num_threads"] == 1 for pool in threadpoolctl.threadpool_info())
+        import scipy.optimize  # noqa: F401  (first import inside the context, as in a new worker)
+        return [pool["num_threads"] for pool in threadpoolctl.threadpool_info()]
+
+
+def test_blas_runs_on_one_thread_inside_a_start():
+    pytest.importorskip("threadpoolctl")
+    with executor(workers=1) as pool:
+        [threads] = map_tasks(_blas_threads_in_a_fresh_process, [None], executor=pool)
+    assert threads and set(threads) == {1}
 
 
 def test_bad_executor_arguments(monkeypatch):

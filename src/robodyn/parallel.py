@@ -71,6 +71,10 @@ def one_blas_thread():
         from threadpoolctl import threadpool_limits
     except ImportError:
         return contextlib.nullcontext()
+    # threadpoolctl limits the libraries loaded when the context starts: load SciPy's own OpenBLAS
+    # now (a first ``import scipy.optimize`` inside the context would bring it in unlimited).
+    with contextlib.suppress(ImportError):
+        import scipy.linalg  # noqa: F401
     return threadpool_limits(limits=1)
 
 
