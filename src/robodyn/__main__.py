@@ -345,6 +345,8 @@ EPILOG = """examples:
   python -m robodyn simulate robots/rrr.yaml --controller slotine-li --duration 5 --json run.json --plot run.png
   python -m robodyn simulate panda.urdf --lock panda_finger_joint1=0 --lock panda_finger_joint2=0
   python -m robodyn excite robots/rr.yaml --duration 20 --harmonics 5 --out trajectory.csv
+  python -m robodyn measure robots/rr.yaml trajectory.csv --set m2=60 --set D=30 --out data.csv
+  python -m robodyn identify robots/rr.yaml data.csv --out rr.identified.yaml
 """
 
 
@@ -399,6 +401,9 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("--json", metavar="FILE.json", help="write the summary as JSON")
     add_arguments(sim)
     _excite_parser(commands)
+    from .identification import commands as identification
+
+    identification.add_parsers(commands)
     args = parser.parse_args(argv)
     try:
         from_arguments(args)
@@ -418,7 +423,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--omega must be positive and finite")
     if args.command == "excite":
         _check_excite_arguments(parser, args)
-    command = {"simulate": simulate_command, "excite": excite_command}.get(args.command, demo)
+    identification.check_arguments(parser, args)
+    command = {"simulate": simulate_command, "excite": excite_command, "measure": identification.measure_command,
+               "identify": identification.identify_command}.get(args.command, demo)
     return run_command(command, args, debug=args.debug)
 
 

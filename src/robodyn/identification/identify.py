@@ -122,9 +122,11 @@ def identify(robot, measurements: Measurements, *, method: str = "wls", known_ze
         from .consistent import consistent_estimate
 
         K = robot.base_parameter_matrix()
-        weights = 1.0 / np.repeat(estimate.sigma, 1) if estimate.sigma.size == robot.n else None
-        rows_w = processed.W if weights is None else processed.W * weights[processed.joint_index][:, None]
-        rows_y = processed.y if weights is None else processed.y * weights[processed.joint_index]
+        # Rows weighted by the per-joint noise found above; known zeros get no column (the prior keeps them).
+        weights = 1.0 / estimate.sigma if estimate.sigma.size == robot.n else np.ones(robot.n)
+        rows_w = processed.W * weights[processed.joint_index][:, None]
+        rows_w[:, [i for i in range(b) if i not in identified]] = 0.0
+        rows_y = processed.y * weights[processed.joint_index]
         found = consistent_estimate(rows_w, rows_y, robot, K=K, prior=robot.dynamic_parameters(),
                                     regularization=1e-6)
         status = found.status
@@ -208,11 +210,13 @@ def _number(value: float) -> float:
 
 
 def write_identified(robot, identification: Identification, source: str | Path, out: str | Path,
-                     data_name: str = "measurements") -> Path:
+                     data_name: str = "measurements") -> list[str]:
     """Write a copy of the YAML description ``source`` with the identified standard parameters: each
     link's mass, centre of mass and inertia, each motor's rotor inertia, each joint's friction. Parameters
     that no longer appear anywhere are dropped; everything else (geometry, limits, tool) is kept.
-    Atomic: the file is complete or not there."""
+    Atomic: the file is complete or not there. Returns what had to change to make the values
+    admissible (a negative friction coefficient written as 0): then the written model reproduces the
+    estimate only approximately; ``method="consistent"`` gives estimates that need no such change."""
     import yaml
 
     from codegen.description import parse_path
@@ -227,6 +231,14 @@ def write_identified(robot, identification: Identification, source: str | Path, 
         raise ValueError(f"{source}: coupled joints: write-back supports descriptions without mimic couplings")
     document = yaml.safe_load(source.read_text(encoding="utf-8"))
     pi = identification.standard
+    adjustments = []
+
+    def admissible(what: str, value: float) -> float:
+        if value < 0:
+            adjustments.append(f"{what}: identified {value:.4g}, written as 0 (it cannot be negative)")
+            return 0.0
+        return _number(value)
+
     lumps = _rotor_lumps(description, values)
     layout = robot.dynamic_parameter_layout
     links = [entry for entry in layout if entry[0] == "link"]
@@ -243,9 +255,9 @@ def write_identified(robot, identification: Identification, source: str | Path, 
         joint["link"] = link
         jname = joint["name"]
         if jname in rotors and isinstance(joint.get("motor"), dict):
-            joint["motor"]["inertia"] = _number(pi[rotors[jname]])
-        joint["friction"] = {"viscous": _number(max(pi[viscous[jname]], 0.0)),
-                             "coulomb": _number(max(pi[coulomb[jname]], 0.0))}
+            joint["motor"]["inertia"] = admissible(f"rotor inertia of {jname}", pi[rotors[jname]])
+        joint["friction"] = {"viscous": admissible(f"viscous friction of {jname}", pi[viscous[jname]]),
+                             "coulomb": admissible(f"Coulomb friction of {jname}", pi[coulomb[jname]])}
     # Drop the parameters nothing refers to any more (the description format requires every one used).
     remaining = yaml.safe_dump({k: v for k, v in document.items() if k != "parameters"}, sort_keys=False)
     used = set(re.findall(r"[A-Za-z_]\w*", remaining))
@@ -261,4 +273,5 @@ def write_identified(robot, identification: Identification, source: str | Path, 
     text = header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None)
     from .._files import write_atomically
 
-    return write_atomically(out, text)
+    write_atomically(out, text)
+    return adjustments
