@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import robodyn
+import robodyn.identification
 from robodyn.identification import (FourierTrajectory, identify, read_measurements, simulate_measurements,
                                     standard_parameters, write_identified, write_measurements)
 from robodyn.identification.data import process
@@ -179,3 +180,31 @@ def test_measurements_file_round_trip_feeds_identify(setting, tmp_path):
     a = identify(robot, measured, decimate=10)
     b = identify(robot, again, decimate=10)
     np.testing.assert_array_equal(a.estimated, b.estimated)
+
+
+def test_monte_carlo_runs_on_local_processes_like_in_this_one(setting):
+    """Point 8: Monte-Carlo runs go through an executor; seeds per run, so the worker does not matter.
+    The spread of the estimates matches the estimator's own standard deviations."""
+    from robodyn.parallel import executor
+
+    robot, _, measured = setting
+    options = {"runs": 4, "encoder_noise": 2e-5, "torque_noise": 0.5, "seed": 7, "decimate": 10}
+    serial = robodyn.identification.monte_carlo(robot, measured, **options)
+    with executor(workers=2) as pool:
+        parallel = robodyn.identification.monte_carlo(robot, measured, executor=pool, **options)
+    np.testing.assert_allclose(parallel, serial, rtol=1e-12, atol=1e-12)
+    assert serial.shape == (4, len(robot.base_parameter_names))
+    assert np.all(np.std(serial, axis=0) > 0)
+
+
+def test_known_zeros_excitation_reproduces_the_notes_condition_numbers(setting):
+    """The notes' RR model (centres of mass on the link axes, no Coulomb friction): a single sine per
+    joint gives cond about 250 (the notes: about 280), an optimised trajectory at most 30."""
+    from robodyn.identification import design_excitation, regressor_condition, single_sine
+    from robodyn.identification.excitation import WithoutKnownZeros
+
+    rr = robodyn.load(ROOT / "robots" / "rr.yaml", verbose=False)
+    sine = single_sine(rr.joint_names, 20.0)
+    assert 200 < regressor_condition(WithoutKnownZeros(rr), sine) < 320
+    _, report = design_excitation(rr, duration=20, harmonics=5, starts=2, known_zeros=True)
+    assert report.feasible and report.cond <= 30

@@ -325,6 +325,7 @@ def excite_command(args) -> int:
                 robot, duration=args.duration, harmonics=args.harmonics, samples=args.samples,
                 criterion=args.criterion, starts=args.starts, seed=args.seed, margin=args.margin, limits=limits,
                 column_scale=None if args.column_scale == "si" else args.column_scale, executor=pool,
+                known_zeros=args.known_zeros,
                 progress=progress)
     finally:
         getattr(say, "cancel", lambda: None)()
@@ -448,6 +449,9 @@ def _excite_parser(commands) -> None:
                         help="cond: minimise the condition number (default); d-optimal: maximise log det WᵀW")
     excite.add_argument("--column-scale", choices=["si", "unit"], default="si",
                         help="columns of the regressor for cond: in SI units (default) or scaled to unit norm")
+    excite.add_argument("--known-zeros", action="store_true",
+                        help="leave out the base parameters the description fixes at zero (as identify "
+                             "--known-zeros)")
     excite.add_argument("--samples", type=int, default=200, help="times per period the criterion sees (default 200)")
     excite.add_argument("--margin", type=float, default=0.05,
                         help="fraction of every limit kept unused (default 0.05)")

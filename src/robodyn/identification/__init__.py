@@ -17,12 +17,12 @@ from .data import (Measurements, ProcessedData, TrueSignals, add_noise, process,
                    simulate_measurements, write_measurements)
 from .estimate import Estimate, ordinary_least_squares, weighted_least_squares
 from .excitation import ExcitationReport, FourierTrajectory, design_excitation, regressor_condition, single_sine
-from .identify import Identification, identify, standard_parameters, write_identified
+from .identify import Identification, identify, monte_carlo, standard_parameters, write_identified
 
 __all__ = ["Measurements", "ProcessedData", "TrueSignals", "add_noise", "process", "read_measurements",
            "simulate_measurements", "write_measurements", "Estimate", "ordinary_least_squares",
            "weighted_least_squares", "ExcitationReport", "FourierTrajectory", "design_excitation",
-           "regressor_condition", "single_sine", "Identification", "identify", "standard_parameters",
+           "regressor_condition", "single_sine", "Identification", "identify", "monte_carlo", "standard_parameters",
            "write_identified", "consistent_estimate"]
 
 

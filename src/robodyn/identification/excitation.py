@@ -294,6 +294,25 @@ def single_sine(joint_names: Sequence[str], period: float, amplitude=1.0, phase_
 
 # --------------------------------------------------------------------------- criteria
 
+class WithoutKnownZeros:
+    """A robot whose base regressor leaves out the base parameters its description fixes at zero
+    (everything else is the robot's; pickles with it, for worker processes)."""
+
+    def __init__(self, robot):
+        self.robot = robot
+        zeros = set(robot.known_zero_base_parameters)
+        self.columns = [i for i, name in enumerate(robot.base_parameter_names) if name not in zeros]
+        self.base_parameter_names = tuple(robot.base_parameter_names[i] for i in self.columns)
+
+    def base_regressor(self, q, qd, qdd):
+        return self.robot.base_regressor(q, qd, qdd)[..., self.columns]
+
+    def __getattr__(self, name):
+        if name in ("robot", "columns", "__setstate__") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.robot, name)
+
+
 def regressor_condition(robot, trajectory: FourierTrajectory, samples: int = 200, column_scale=None) -> float:
     """cond of the stacked base regressor of ``robot`` over one period of ``trajectory``
     (``samples`` times, end excluded), columns scaled by ``column_scale`` (see the module)."""
@@ -470,7 +489,7 @@ class _Problem:
 def design_excitation(robot, *, duration: float, harmonics: int, samples: int = 200, criterion: str = "cond",
                       starts: int = 8, seed: int = 0, margin: float = 0.05, limits: Mapping | None = None,
                       frequency: float | None = None, column_scale=None, optimise_offsets: bool = True,
-                      maxiter: int = 300, executor=None,
+                      maxiter: int = 300, executor=None, known_zeros: bool = False,
                       progress: Callable[[int, int], None] | None = None) -> tuple[FourierTrajectory, ExcitationReport]:
     """Optimise a finite Fourier excitation for identifying ``robot``'s base parameters.
 
@@ -497,10 +516,16 @@ def design_excitation(robot, *, duration: float, harmonics: int, samples: int = 
     finer; the best feasible start wins (if none is feasible, the one closest to feasible, with
     ``report.feasible`` False). ``progress(done, total)`` is called as starts end.
 
+    ``known_zeros``: leave out the base parameters the description fixes at zero
+    (``robot.known_zero_base_parameters``), as ``identify(known_zeros=True)`` does: the notes' RR
+    model (centres of mass on the link axes) has 8 columns instead of 10.
+
     Returns (trajectory, report); the trajectory's ``duration`` is ``duration``.
     """
     from ..parallel import map_tasks
 
+    if known_zeros:
+        robot = WithoutKnownZeros(robot)
     for attribute in ("n", "joint_names", "base_regressor"):
         if not hasattr(robot, attribute):
             raise TypeError(f"robot: expected a robodyn.Robot (or an object with n, joint_names, base_regressor), "

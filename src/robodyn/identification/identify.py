@@ -28,7 +28,7 @@ import numpy as np
 from .data import Measurements, ProcessedData, process
 from .estimate import Estimate, ordinary_least_squares, weighted_least_squares
 
-__all__ = ["Identification", "identify", "standard_parameters", "write_identified", "METHODS"]
+__all__ = ["Identification", "identify", "monte_carlo", "standard_parameters", "write_identified", "METHODS"]
 
 METHODS = ("wls", "ols", "consistent")
 
@@ -145,6 +145,37 @@ def identify(robot, measurements: Measurements, *, method: str = "wls", known_ze
     return Identification(robot=robot.name, base_names=names, estimated=estimated, prior=prior,
                           identified=identified, estimate=estimate, standard=standard, processed=processed,
                           holdout_rms=holdout_rms, method=method, consistent_status=status, notes=tuple(notes))
+
+
+def _monte_carlo_run(task) -> np.ndarray:
+    robot, measurements, noise, seed, options = task
+    from ..parallel import one_blas_thread
+    from .data import add_noise
+
+    with one_blas_thread():
+        noisy = add_noise(measurements.t, measurements.truth, measurements.joint_names, seed=seed, **noise)
+        return identify(robot, noisy, **options).estimated
+
+
+def monte_carlo(robot, measurements: Measurements, *, runs: int, encoder_noise=0.0, encoder_resolution=None,
+                torque_noise=0.0, seed: int = 0, executor=None, progress=None, **options) -> np.ndarray:
+    """Identify ``runs`` times from the same motion with fresh noise: the spread of the estimates.
+
+    ``measurements`` must carry its noise-free signals (``simulate_measurements`` keeps them in
+    ``.truth``); run k draws its noise with seed (seed, k), so the result does not depend on where it
+    runs. Each run is a task for ``executor`` (robodyn.parallel.executor(): local processes, or a Dask
+    cluster by its scheduler address; None: this process). ``options`` go to ``identify``. Returns
+    the estimates, (runs, b)."""
+    if measurements.truth is None:
+        raise ValueError("measurements: no noise-free signals (.truth): simulate them with simulate_measurements")
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ValueError(f"runs: expected a positive integer, got {runs!r}")
+    from ..parallel import map_tasks
+
+    noise = {"encoder_noise": encoder_noise, "encoder_resolution": encoder_resolution, "torque_noise": torque_noise}
+    seeds = np.random.SeedSequence(seed).spawn(runs)
+    tasks = [(robot, measurements, noise, int(s.generate_state(1)[0]), options) for s in seeds]
+    return np.array(map_tasks(_monte_carlo_run, tasks, executor=executor, progress=progress))
 
 
 def standard_parameters(robot, base: np.ndarray) -> np.ndarray:
