@@ -234,17 +234,12 @@ def _public_body(prefix: str, definition: RoutineDefinition) -> list[str]:
             f"    return {call};" if routine.failure else f"    (void){call};"]
 
 
-def _c_string(text: str, width: int = 100) -> str:
-    """A C string literal, split into lines of at most ``width`` characters between escapes."""
-    tokens = ["\\\\" if c == "\\" else '\\"' if c == '"' else "\\?" if c == "?" else c for c in text]
-    lines, current = [], ""
-    for token in tokens:
-        if len(current) + len(token) > width:
-            lines.append(current)
-            current = ""
-        current += token
-    lines.append(current)
-    return "\n".join(f'    "{line}"' for line in lines)
+def _c_char_array(text: str, per_line: int = 24) -> str:
+    """A C initializer ``{...}`` of the UTF-8 bytes of ``text`` and a terminating 0: C99 guarantees
+    string literals of only 4095 characters, and the metadata of a robot with many joints is longer."""
+    data = list(text.encode("utf-8")) + [0]
+    lines = [", ".join(str(b) for b in data[i:i + per_line]) for i in range(0, len(data), per_line)]
+    return "{\n" + ",\n".join(f"    {line}" for line in lines) + "\n}"
 
 
 def build_metadata(routines: RoutineSet, operation_counts: dict) -> dict:
@@ -393,8 +388,9 @@ def _table_source(routines: RoutineSet, prefix: str, metadata: dict, counts: dic
     if description.parameters:
         lines += [f"static const double {prefix}_param_defaults[{len(description.parameters)}] = {{{defaults}}};", ""]
     lines += [
-        f"static const char {prefix}_metadata_json[] =",
-        _c_string(json.dumps(metadata, sort_keys=True, separators=(",", ":"))) + ";",
+        f"/* {json.dumps(metadata, sort_keys=True, separators=(',', ':'))[:60].replace('*/', '* /')}... (JSON) */",
+        f"static const char {prefix}_metadata_json[] = "
+        + _c_char_array(json.dumps(metadata, sort_keys=True, separators=(",", ":"))) + ";",
         "",
         f"const rd_robot {prefix}_robot = {{",
         f'    "{prefix}", {model.n}, {len(description.parameters)}, '
