@@ -22,6 +22,7 @@ Usage::
     python benchmarks/callgrind_calls.py robots/rrr.yaml --calls 20000 --json cg.json
     python benchmarks/callgrind_calls.py panda.urdf --lock panda_finger_joint1=0 --lock panda_finger_joint2=0
     python benchmarks/callgrind_calls.py --module path/to/robodyn_rr_xxx.so   # a given build
+    python benchmarks/callgrind_calls.py panda.urdf --lock ... --only regressor --only base_regressor
 
 The model options (``--method``, ``--forward``, ``--lock``, ``--tool``, ...) and the cache
 options (``--cache-dir``, ``--force``) are those of every robodyn command
@@ -54,17 +55,21 @@ def _size(size: str, dims: dict[str, int]) -> int:
     return int(size) if size.isdigit() else dims[size]
 
 
-def cases(robot, table=None) -> list[dict]:
+def cases(robot, table=None, only=None) -> list[dict]:
     """The measured calls, in table order: for each routine the robot has, with ``out=`` then allocating;
     then the batch case. Each: label, routine (table entry), arguments (required only), out (None, an
-    array, or a tuple of arrays for several outputs), batch rows (0: one state)."""
+    array, or a tuple of arrays for several outputs), batch rows (0: one state). ``only``: the routines
+    (method or C names) to measure, None for all. Sizes come from ``robot.dimensions`` (n joints, p
+    dynamic and b base parameters: the regressors' (n, p) and (n, b) outputs)."""
     import numpy as np
 
     from robodyn import routines as table_module
 
     table = table_module.TABLE if table is None else table
+    if only:
+        table = [r for r in table if r.method in only or r.name in only]
     available = set(robot.routine_names)
-    dims = {"n": robot.n}
+    dims = robot.dimensions
     rng = np.random.default_rng(0)
     result = []
 
@@ -82,11 +87,10 @@ def cases(robot, table=None) -> list[dict]:
             continue
         names = [a.name for a in routine.arguments if not a.optional]
         args = arguments(routine, 0)
-        text = ", ".join(names)
-        result.append({"label": f"{routine.method}({text}, out=out)", "routine": routine, "arguments": args,
-                       "out": outputs(routine, 0), "rows": 0})
-        result.append({"label": f"{routine.method}({text})", "routine": routine, "arguments": args, "out": None,
-                       "rows": 0})
+        result.append({"label": f"{routine.method}({', '.join(names + ['out=out'])})", "routine": routine,
+                       "arguments": args, "out": outputs(routine, 0), "rows": 0})
+        result.append({"label": f"{routine.method}({', '.join(names)})", "routine": routine, "arguments": args,
+                       "out": None, "rows": 0})
     batch = next((r for r in table if r.name == BATCH_ROUTINE), None)
     if batch is not None and batch.name in available:
         names = ", ".join(a.name.upper() for a in batch.arguments if not a.optional)
@@ -115,7 +119,7 @@ def child(args) -> None:
     path = Path(args.module).resolve()
     robot = Robot.from_extension(import_extension(path.name.split(".")[0], path))
     labels, dumps = [], []
-    for case in cases(robot):
+    for case in cases(robot, only=args.only):
         routine = case["routine"]
         call_loop, empty_loop = _loops(routine.method, len(case["arguments"]), case["out"] is not None, args.bound)
         target = getattr(robot, routine.method) if args.bound else robot
@@ -185,6 +189,8 @@ def parent(args, options) -> int:
                    "--calls", str(args.calls), "--labels", str(labels_file), "--module", str(module)]
         if args.bound:
             command.append("--bound")
+        for name in args.only or ():
+            command += ["--only", name]
         env = dict(os.environ, PYTHONHASHSEED="0")
         result = subprocess.run(command, capture_output=True, text=True, env=env)
         if result.returncode != 0 or not labels_file.is_file():
@@ -228,6 +234,8 @@ def main(argv=None) -> int:
     parser.add_argument("--calls", type=int, default=20000, help="calls per loop (default 20000)")
     parser.add_argument("--bound", action="store_true", help="call a method bound before the loop (f = robot.g)")
     parser.add_argument("--json", default=None, metavar="FILE", help="also write the results to this file")
+    parser.add_argument("--only", action="append", default=None, metavar="ROUTINE",
+                        help="measure only this routine (method or C name, e.g. regressor); repeatable")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--labels", default=None, help=argparse.SUPPRESS)
     add_arguments(parser)

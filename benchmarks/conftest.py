@@ -2,7 +2,9 @@
 
 The rr (2-DOF) and rrr (3-DOF) robots are built once per session into a
 private temporary cache; their SymPy models are derived once and lambdified
-with the default parameter values substituted. A ``RobotCase`` gives the
+with the default parameter values substituted. The Franka Panda (URDF of
+example-robot-data, fingers locked) is built the same way, with its Pinocchio
+model, for the regressor against ``pinocchio.computeJointTorqueRegressor``. A ``RobotCase`` gives the
 inputs and ``out=`` buffers of any routine of the routine table
 (``robodyn.routines.TABLE``) from the sizes the table declares. At the end of
 the session a short summary prints each implementation's median time per call
@@ -42,8 +44,9 @@ class RobotCase:
 
     @property
     def dims(self) -> dict[str, int]:
-        """The robot's dimensions, for the symbolic sizes and shapes of the routine table."""
-        return {"n": self.n}
+        """The robot's dimensions, for the symbolic sizes and shapes of the routine table: n joints,
+        p dynamic and b base parameters (``Robot.dimensions``)."""
+        return self.robot.dimensions
 
     def arguments(self, routine) -> dict[str, np.ndarray]:
         """The required arguments of a table routine, by name (optional ones are left out, so None):
@@ -127,6 +130,53 @@ def robot_case(bench_cache_dir):
         return cases[name]
 
     return get
+
+
+@dataclass
+class PinocchioCase:
+    """The Panda with its fingers locked: the compiled Robot, Pinocchio's reduced model of the same URDF
+    and a fixed random state within the joint limits."""
+
+    robot: object
+    model: object
+    data: object
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+
+
+PANDA = "panda_description/urdf/panda.urdf"
+PANDA_FINGERS = ("panda_finger_joint1", "panda_finger_joint2")
+
+
+def example_robot_data(relative: str) -> Path:
+    """A file of example-robot-data (installed next to Pinocchio by the test extra)."""
+    import pinocchio
+
+    for parent in Path(pinocchio.__file__).resolve().parents:
+        candidate = parent / "cmeel.prefix" / "share" / "example-robot-data" / "robots" / relative
+        if candidate.is_file():
+            return candidate
+    pytest.fail(f"example-robot-data is not installed ({relative}); pip install '.[test]'")
+
+
+@pytest.fixture(scope="session")
+def panda_case(bench_cache_dir) -> PinocchioCase:
+    """The Panda (fingers locked at 0) built once per session, and Pinocchio's model of it."""
+    import pinocchio
+
+    import robodyn
+
+    path = example_robot_data(PANDA)
+    robot = robodyn.load(path, cache_dir=bench_cache_dir, lock={name: 0.0 for name in PANDA_FINGERS})
+    model = pinocchio.buildModelFromUrdf(str(path))
+    model = pinocchio.buildReducedModel(model, [model.getJointId(name) for name in PANDA_FINGERS],
+                                        pinocchio.neutral(model))
+    assert [model.names[i] for i in range(1, model.njoints)] == list(robot.joint_names)
+    rng = np.random.default_rng(12345)
+    q = rng.uniform(model.lowerPositionLimit, model.upperPositionLimit)
+    return PinocchioCase(robot, model, model.createData(), q, rng.uniform(-2.0, 2.0, robot.n),
+                         rng.uniform(-2.0, 2.0, robot.n))
 
 
 @pytest.fixture(scope="session")
