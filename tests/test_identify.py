@@ -208,3 +208,19 @@ def test_known_zeros_excitation_reproduces_the_notes_condition_numbers(setting):
     assert 200 < regressor_condition(WithoutKnownZeros(rr), sine) < 320
     _, report = design_excitation(rr, duration=20, harmonics=5, starts=2, known_zeros=True)
     assert report.feasible and report.cond <= 30
+
+
+def test_torque_offsets_are_found_and_leave_the_parameters_unbiased(setting):
+    """A constant bias on each torque sensor: with offset columns it is found, and the parameters are
+    those found without the bias."""
+    from dataclasses import replace
+
+    robot, truth, measured = setting
+    bias = np.array([3.0, -2.0])
+    biased = replace(measured, tau=measured.tau + bias)
+    clean = identify(robot, measured, decimate=10)
+    fitted = identify(robot, biased, decimate=10, offset=True)
+    np.testing.assert_allclose(fitted.offsets, bias, atol=0.1)
+    scale = np.abs(truth.base_parameters()).max()
+    assert np.max(np.abs(fitted.estimated - clean.estimated)) < 1e-3 * scale
+    assert "torque offsets" in fitted.report()

@@ -53,6 +53,8 @@ def add_parsers(commands) -> None:
                                '(pip install "robodyn[identify]")')
     identify.add_argument("--known-zeros", action="store_true",
                           help="take the base parameters the description fixes at zero as known")
+    identify.add_argument("--offset", action="store_true",
+                          help="estimate a constant torque offset per joint alongside (a sensor bias; reported)")
     identify.add_argument("--holdout", type=float, default=0.25,
                           help="fraction of the run, at its end, kept to judge the estimate (default 0.25)")
     identify.add_argument("--cutoff", type=float, help="position low-pass in Hz (default: from the motion's band)")
@@ -149,7 +151,7 @@ def identify_command(args) -> int:
     if args.cutoff is not None:
         options["cutoff"] = args.cutoff
     result = identify(robot, measurements, method=args.estimator, known_zeros=args.known_zeros,
-                      holdout=args.holdout, **options)
+                      holdout=args.holdout, offset=args.offset, **options)
     if not args.quiet:
         print(result.report())
     adjustments = write_identified(robot, result, args.description, out, data_name=Path(args.data).name)

@@ -49,16 +49,20 @@ class Identification:
     method: str
     consistent_status: str | None = None
     notes: tuple = field(default=())
+    offsets: np.ndarray | None = None  # per joint torque offsets (n,) when estimated (``offset=True``)
 
     def report(self) -> str:
         lines = [f"identified {len(self.identified)} of {len(self.base_names)} base parameters of {self.robot} "
                  f"({self.method}; {self.processed.W.shape[0]} equations, cond(W) = {self.estimate.condition:.3g})",
                  f"{'parameter':<12} {'identified':>14} {'description':>14} {'rel. std %':>10}"]
-        relative = dict(zip(self.identified, self.estimate.relative_std))
+        relative = dict(zip(self.identified, self.estimate.relative_std[:len(self.identified)]))
         for i, name in enumerate(self.base_names):
             std = relative.get(i)
             std_text = "known 0" if std is None else f"{std:10.3g}"
             lines.append(f"{name:<12} {self.estimated[i]:>14.6g} {self.prior[i]:>14.6g} {std_text:>10}")
+        if self.offsets is not None:
+            lines.append("torque offsets (sensor biases, estimated alongside, not part of the model): "
+                         + ", ".join(f"{v:.4g}" for v in self.offsets))
         poor = self.estimate.poorly_excited()
         if poor:
             lines.append("poorly excited (relative std > 10 %): " + ", ".join(f"{n} ({v:.3g} %)" for n, v in poor))
@@ -87,14 +91,17 @@ def _split(m: Measurements, holdout: float) -> tuple[Measurements, Measurements 
 
 
 def identify(robot, measurements: Measurements, *, method: str = "wls", known_zeros: bool = False,
-             holdout: float = 0.25, **processing) -> Identification:
+             holdout: float = 0.25, offset: bool = False, **processing) -> Identification:
     """Identify the base parameters of ``robot`` from ``measurements``.
 
     ``method``: "wls" (weighted least squares, per-joint noise from the residuals), "ols", or
     "consistent" (least squares under physical consistency: cvxpy + Clarabel, ``pip install
     "robodyn[identify]"``). ``known_zeros``: take the base parameters the description fixes at zero
     (``robot.known_zero_base_parameters``) as known instead of estimating them. ``holdout``: the
-    fraction of the run, at its end, kept out of the estimate to judge it. Other keywords go to
+    fraction of the run, at its end, kept out of the estimate to judge it: hold out whole periods of a
+    periodic excitation (small systematic errors of the processing cancel over a period, not over a
+    part of one). ``offset``: estimate a constant torque offset per joint alongside (a sensor bias; it
+    is reported, not written into the model; "wls"/"ols" only). Other keywords go to
     ``data.process`` (cutoff, order, decimate, trim, parallel_cutoff).
     """
     if method not in METHODS:
@@ -107,8 +114,13 @@ def identify(robot, measurements: Measurements, *, method: str = "wls", known_ze
     identified = tuple(i for i, name in enumerate(names) if name not in known)
     estimation, validation = _split(measurements, holdout)
     processed = process(estimation, robot, **processing)
+    if offset and method == "consistent":
+        raise ValueError("offset: estimated with method 'wls' or 'ols' only")
     W = processed.W[:, identified]
     subset = tuple(names[i] for i in identified)
+    if offset:  # one column per joint, 1 on that joint's rows
+        W = np.hstack([W, np.eye(robot.n)[processed.joint_index]])
+        subset += tuple(f"offset_{name}" for name in robot.joint_names)
     status = None
     notes = []
     if method == "ols":
@@ -116,7 +128,8 @@ def identify(robot, measurements: Measurements, *, method: str = "wls", known_ze
     else:
         estimate = weighted_least_squares(W, processed.y, robot.n, names=subset)
     estimated = np.zeros(b)
-    estimated[list(identified)] = estimate.parameters
+    estimated[list(identified)] = estimate.parameters[:len(identified)]
+    offsets = estimate.parameters[len(identified):].copy() if offset else None
     standard = standard_parameters(robot, estimated)
     if method == "consistent":
         from .consistent import consistent_estimate
@@ -141,10 +154,13 @@ def identify(robot, measurements: Measurements, *, method: str = "wls", known_ze
         joint = check.joint_index
         for key, theta in (("identified", estimated), ("description", prior)):
             residual = check.y - check.W @ theta
+            if key == "identified" and offsets is not None:
+                residual = residual - offsets[check.joint_index]
             holdout_rms[key] = np.sqrt(np.bincount(joint, residual**2, robot.n) / np.bincount(joint, None, robot.n))
     return Identification(robot=robot.name, base_names=names, estimated=estimated, prior=prior,
                           identified=identified, estimate=estimate, standard=standard, processed=processed,
-                          holdout_rms=holdout_rms, method=method, consistent_status=status, notes=tuple(notes))
+                          holdout_rms=holdout_rms, method=method, consistent_status=status, notes=tuple(notes),
+                          offsets=offsets)
 
 
 def _monte_carlo_run(task) -> np.ndarray:
