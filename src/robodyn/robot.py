@@ -165,7 +165,9 @@ class Robot(RobotCore):
     @property
     def base_parameter_expressions(self) -> dict[str, str]:
         """Each base parameter as a combination of dynamic parameters, with coefficients in the
-        description's parameters where the geometry is symbolic (text, SymPy syntax)."""
+        description's parameters where the geometry is symbolic (text, SymPy syntax). Numeric
+        coefficients are exact when they are short decimals or small fractions, else shown with 12
+        significant digits; ``base_parameter_matrix()`` has them to the last bit."""
         info = self._identification()
         return dict(zip(info["base_names"], info["base_expressions"]))
 
