@@ -224,3 +224,52 @@ def test_torque_offsets_are_found_and_leave_the_parameters_unbiased(setting):
     scale = np.abs(truth.base_parameters()).max()
     assert np.max(np.abs(fitted.estimated - clean.estimated)) < 1e-3 * scale
     assert "torque offsets" in fitted.report()
+
+
+def test_write_back_of_an_unphysical_estimate_is_made_physical_or_refused(tmp_path):
+    """Noise can leave a link's lead parameters (XX2R = XX2 - YY2 + ...) unphysical once the grouped ones
+    keep their values. The file written must load: the closest physical parameters (cvxpy), reported."""
+    pytest.importorskip("cvxpy")
+    from dataclasses import replace
+
+    rrr = robodyn.load(ROOT / "robots" / "rrr.yaml", cache_dir=tmp_path / "cache", verbose=False)
+    rng = np.random.default_rng(0)
+    q, qd, qdd = rng.uniform(-2, 2, (3, 400, 3))
+    tau = rrr.inverse_dynamics(q, qd, qdd)
+    t = np.arange(400) * 1e-3
+    from robodyn.identification import Measurements
+
+    result = identify(rrr, Measurements(t, q, tau, rrr.joint_names), holdout=0, raw=True)
+    names = rrr.base_parameter_names
+    wrong = result.estimated.copy()
+    wrong[names.index("XX2R")] -= 1.0  # a tensor no body has, once YY2 keeps its value
+    forced = replace(result, estimated=wrong, standard=standard_parameters(rrr, wrong))
+    adjustments = write_identified(rrr, forced, ROOT / "robots" / "rrr.yaml", tmp_path / "x.yaml")
+    assert any("closest physical parameters" in line for line in adjustments)
+    rebuilt = robodyn.load(tmp_path / "x.yaml", cache_dir=tmp_path / "cache", verbose=False)
+    assert rebuilt.selfcheck["passed"]
+
+
+def test_commands_refuse_to_overwrite_their_inputs_and_damaged_trajectories(tmp_path):
+    from robodyn.__main__ import main
+
+    copy = tmp_path / "rr.yaml"
+    copy.write_text(RR.read_text())
+    data = tmp_path / "data.csv"
+    data.write_text("t,q_shoulder,q_elbow,tau_shoulder,tau_elbow\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["identify", str(copy), str(data), "--out", str(copy)])
+    assert exit_.value.code == 2 and copy.read_text() == RR.read_text()
+    with pytest.raises(SystemExit) as exit_:
+        main(["identify", str(ROOT / "tests" / "urdf" / "rr.urdf"), str(data), "--out", str(tmp_path / "x.yaml")])
+    assert exit_.value.code == 2
+    damaged = tmp_path / "t.npz"
+    damaged.write_bytes(b"PK\x03\x04garbage")
+    with pytest.raises(ValueError, match="t.npz"):
+        FourierTrajectory.load(damaged)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(ValueError, match="deep.json"):
+        FourierTrajectory.load(deep)
+    with pytest.raises(ValueError, match="not a regular file"):
+        FourierTrajectory.load(tmp_path)

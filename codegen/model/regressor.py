@@ -32,7 +32,7 @@ import sympy as sp
 from .. import geometry
 from ..description.model import RobotDescription
 from .common import Coupling, Progress
-from .program import Program, expand_program, needed_definitions
+from .program import Program, needed_definitions
 from .recursive import _cross, force_cross, motion_cross
 
 #: The ten parameters of a body, in Khalil's order (the greedy base-parameter choice relies on it).

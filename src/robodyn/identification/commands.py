@@ -82,7 +82,21 @@ def check_arguments(parser, args) -> None:
                 parser.error(f"--{name.replace('_', '-')} must be at least 0 and finite, got {value}")
         if args.duration is not None and args.duration * args.rate > 2e7:
             parser.error("--duration x --rate: at most 2e7 samples")
+    if args.command in ("measure", "identify"):
+        from pathlib import Path
+
+        inputs = [args.description, args.trajectory if args.command == "measure" else args.data]
+        out = Path(args.out)
+        for given in inputs:
+            if out.exists() and Path(given).exists() and out.resolve() == Path(given).resolve():
+                parser.error(f"--out {args.out}: is an input of this command ({given}); write elsewhere")
     if args.command == "identify":
+        if args.estimator == "consistent" and args.offset:
+            parser.error("--offset: estimated with --estimator wls or ols only")
+        if not args.description.lower().endswith((".yaml", ".yml")):
+            parser.error(f"{args.description}: identify writes a YAML description (--out) and needs a YAML source; "
+                         "URDF write-back is not supported yet (robodyn.identification.identify works on any "
+                         "robot from Python)")
         if not (math.isfinite(args.holdout) and 0 <= args.holdout < 0.9):
             parser.error(f"--holdout must be in [0, 0.9), got {args.holdout}")
         positive("--cutoff", args.cutoff)
@@ -119,6 +133,10 @@ def measure_command(args) -> int:
     truth = robot.copy()
     for name, value in settings:
         truth.params[name] = value
+    duration = trajectory.measuring_time if args.duration is None else args.duration
+    if duration * args.rate > 2e7:
+        raise ValueError(f"--rate {args.rate:g} over {duration:g} s: {duration * args.rate:.3g} samples, more than "
+                         "2e7 (give a lower --rate or a shorter --duration)")
     t, q, qd, qdd = trajectory.sample(args.rate, args.duration)
     if not args.quiet:
         print(f"simulating {len(t)} samples at {args.rate:g} Hz of {robot.name}"

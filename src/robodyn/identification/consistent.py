@@ -68,13 +68,17 @@ def _pseudo_inertia_map() -> np.ndarray:
 
 
 def consistent_estimate(W, y, robot, *, prior=None, regularization: float = 0.0, epsilon: float = 0.0,
-                        K=None, layout=None, names=None, verbose: bool = False) -> ConsistentEstimate:
+                        K=None, layout=None, names=None, link_offsets=None,
+                        verbose: bool = False) -> ConsistentEstimate:
     """Minimise ||W K π − y|| (+ regularization · ||π − prior||, both relative) subject to physical consistency.
 
     ``W`` (rows, b) base regressor, ``y`` (rows,) torques. ``robot`` supplies ``base_parameter_matrix()``
     (K, b × p), ``dynamic_parameter_layout`` and ``dynamic_parameter_names``; ``K``, ``layout``,
     ``names`` override them (robot may then be None). ``epsilon`` ≥ 0: J ⪰ ε 1 (strict positivity
     margin, kg m²). ``prior`` defaults to ``robot.dynamic_parameters()`` when regularizing.
+    ``link_offsets``: per link label, ten parameters in that link's group that belong to other
+    bodies (the rotors it carries: ``identify.rotor_lumps``); the link itself, π_link − offset, is
+    what must be physical.
     Raises ImportError (with the install hint) without cvxpy/clarabel, RuntimeError when the
     solver does not reach an optimal solution.
     """
@@ -131,7 +135,9 @@ def consistent_estimate(W, y, robot, *, prior=None, regularization: float = 0.0,
     for kind, label, start, stop in layout:
         if kind == "link":
             J = cp.Variable((4, 4), PSD=True)
-            constraints.append(cp.vec(J, order="C") == A @ pi[start:stop])
+            offset = np.zeros(10) if not link_offsets or label not in link_offsets else np.asarray(
+                link_offsets[label], dtype=np.float64)
+            constraints.append(cp.vec(J, order="C") == A @ (pi[start:stop] - offset))
             if epsilon > 0.0:
                 constraints.append(J - epsilon * np.eye(4) >> 0)
             links.append((label, start, stop))
@@ -147,7 +153,8 @@ def consistent_estimate(W, y, robot, *, prior=None, regularization: float = 0.0,
     parameters = np.asarray(pi.value, dtype=np.float64)
     base = K @ parameters
     residual = W @ base - y
-    eigenvalues = {label: float(np.linalg.eigvalsh(pseudo_inertia(parameters[start:stop]))[0])
-                   for label, start, stop in links}
+    eigenvalues = {label: float(np.linalg.eigvalsh(pseudo_inertia(
+        parameters[start:stop] - (np.asarray(link_offsets[label]) if link_offsets and label in link_offsets else 0.0)))[0])
+        for label, start, stop in links}
     return ConsistentEstimate(parameters, base, None if names is None else tuple(names), str(problem.status),
                               float(problem.value), float(np.sqrt(np.mean(residual**2))), eigenvalues)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import io
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -363,8 +362,9 @@ def _read_npz(path: Path) -> Measurements:
             if unknown:
                 raise ValueError(f"{path}: unknown array(s) {unknown}")
             arrays = {key: npz[key] for key in npz.files}
-    except (OSError, EOFError) as error:
-        raise ValueError(f"{path}: cannot read: {error}") from None
+    except (OSError, EOFError, zipfile.BadZipFile, ValueError) as error:  # damaged members, object arrays
+        message = str(error)
+        raise ValueError(message if message.startswith(str(path)) else f"{path}: cannot read: {message}") from None
     names = arrays["joint_names"]
     if names.dtype.kind not in "US" or names.ndim != 1:
         raise ValueError(f"{path}: joint_names: expected a 1-D array of strings, got {names.dtype} {names.shape}")
@@ -392,27 +392,18 @@ def write_measurements(path, m: Measurements, *, comment: str | None = None) -> 
         raise TypeError(f"path: expected a file name, got {type(path).__name__}")
     path = Path(path)
     m.validate(str(path), time_tolerance=math.inf)
-    directory = path.parent if str(path.parent) else Path(".")
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            if path.suffix.lower() == ".npz":
-                arrays = {"t": m.t, "q": m.q, "tau": m.tau, "joint_names": np.array(m.joint_names, dtype=str)}
-                if m.qd is not None:
-                    arrays["qd"] = m.qd
-                np.savez(stream, **arrays)
-            else:
-                stream.write(_csv_text(m, comment).encode("utf-8"))
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
-    return path
+    if path.suffix.lower() == ".npz":
+        arrays = {"t": m.t, "q": m.q, "tau": m.tau, "joint_names": np.array(m.joint_names, dtype=str)}
+        if m.qd is not None:
+            arrays["qd"] = m.qd
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        data = buffer.getvalue()
+    else:
+        data = _csv_text(m, comment).encode("utf-8")
+    from .._files import write_atomically
+
+    return write_atomically(path, data)
 
 
 def _csv_text(m: Measurements, comment: str | None) -> str:

@@ -241,8 +241,30 @@ class FourierTrajectory:
 
     @classmethod
     def load(cls, path) -> FourierTrajectory:
-        """Read a trajectory written by ``save`` (.csv through its ``# fourier:`` line, .json, .npz)."""
+        """Read a trajectory written by ``save`` (.csv through its ``# fourier:`` line, .json, .npz).
+        Anything else — a missing, special, huge or damaged file — is a ValueError naming it."""
+        import stat
+        import zipfile
+
         path = Path(path)
+        try:
+            info = path.stat()
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read the trajectory: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{path}: not a regular file (a directory, FIFO or device is not a trajectory)")
+        if info.st_size > 1 << 28:
+            raise ValueError(f"{path}: {info.st_size} bytes, more than a trajectory file has (256 MiB)")
+        try:
+            return cls._load(path)
+        except (OSError, UnicodeDecodeError, RecursionError, zipfile.BadZipFile, EOFError) as exc:
+            raise ValueError(f"{path}: not a readable trajectory ({type(exc).__name__}: {exc})") from None
+        except ValueError as exc:
+            message = str(exc)
+            raise ValueError(message if message.startswith(str(path)) else f"{path}: {message}") from None
+
+    @classmethod
+    def _load(cls, path: Path) -> FourierTrajectory:
         suffix = path.suffix.lower()
         if suffix == ".json":
             try:

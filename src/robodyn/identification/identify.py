@@ -67,9 +67,15 @@ class Identification:
         if poor:
             lines.append("poorly excited (relative std > 10 %): " + ", ".join(f"{n} ({v:.3g} %)" for n, v in poor))
         rms_id, rms_prior = self.holdout_rms["identified"], self.holdout_rms["description"]
-        lines.append("held-out torque prediction error (RMS per joint): identified "
-                     + ", ".join(f"{v:.4g}" for v in rms_id) + "; description "
-                     + ", ".join(f"{v:.4g}" for v in rms_prior))
+        if np.all(np.isnan(rms_id)):
+            lines.append("held-out torque prediction error: no data held out (holdout 0)")
+        else:
+            lines.append("held-out torque prediction error (RMS per joint): identified "
+                         + ", ".join(f"{v:.4g}" for v in rms_id) + "; description "
+                         + ", ".join(f"{v:.4g}" for v in rms_prior))
+            if np.sqrt(np.mean(rms_id**2)) > np.sqrt(np.mean(rms_prior**2)):
+                lines.append("warning: the identified parameters predict the held-out torques worse than the "
+                             "description's (too little or too poorly exciting data?)")
         lines += list(self.notes)
         return "\n".join(lines)
 
@@ -141,7 +147,7 @@ def identify(robot, measurements: Measurements, *, method: str = "wls", known_ze
         rows_w[:, [i for i in range(b) if i not in identified]] = 0.0
         rows_y = processed.y * weights[processed.joint_index]
         found = consistent_estimate(rows_w, rows_y, robot, K=K, prior=robot.dynamic_parameters(),
-                                    regularization=1e-6)
+                                    regularization=1e-6, link_offsets=rotor_lumps(robot))
         status = found.status
         standard = np.asarray(found.parameters, dtype=float)
         estimated = K @ standard
@@ -211,6 +217,20 @@ def standard_parameters(robot, base: np.ndarray) -> np.ndarray:
 
 # ----------------------------------------------------------------------------------------- write back
 
+def rotor_lumps(robot) -> dict[str, np.ndarray]:
+    """Per link label: the ten parameters of the rotors riding on that link (their mass and transverse
+    inertia), which the link's dynamic parameters include. Empty without massive rotors or without a
+    YAML/URDF source to read them from."""
+    if not any(kind == "rotor" for kind, *_ in robot.dynamic_parameter_layout) or robot.source is None:
+        return {}
+    from codegen.description import parse_path
+
+    description = parse_path(robot.source, robot.options)
+    labels = [label for kind, label, _, _ in robot.dynamic_parameter_layout if kind == "link"]
+    lumps = _rotor_lumps(description, dict(robot.params.items()))
+    return {labels[k]: value for k, value in lumps.items()}
+
+
 def _rotor_lumps(description, values: dict) -> dict[int, np.ndarray]:
     """Per link index: the ten parameters of the rotors riding on it (mass and transverse inertia),
     which the link's dynamic parameters include."""
@@ -231,6 +251,56 @@ def _rotor_lumps(description, values: dict) -> dict[int, np.ndarray]:
         vector = np.array([float(sp.N(sp.sympify(v).xreplace(symbols))) for v in ten])
         lumps[child.parent] = lumps.get(child.parent, np.zeros(10)) + vector
     return lumps
+
+
+def _violations(pi, lumps, links, description) -> list[str]:
+    """The links whose own parameters (rotors taken out) are not a physical body, with the reason."""
+    from codegen.description.physical import check_mass_properties
+
+    problems = []
+    for k, (_, label, start, stop) in enumerate(links):
+        xx, xy, xz, yy, yz, zz, mx, my, mz, m = pi[start:stop] - lumps.get(k, np.zeros(10))
+        if m < 0:
+            problems.append(f"link {label}: mass {m:.4g} < 0")
+            continue
+        com = np.array([mx, my, mz]) / m if m > 0 else np.zeros(3)
+        inertia = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]) - m * (com @ com * np.eye(3)
+                                                                              - np.outer(com, com))
+        planar = description.joints[k].inertial.planar
+        problems += [f"link {label}: {v.message}" for v in
+                     check_mass_properties(m, inertia, planar=planar)]
+    return problems
+
+
+def _physical(robot, identification, pi, lumps, links, description, adjustments) -> np.ndarray:
+    """``pi`` if every link is a physical body; else the closest parameters (relative change) that
+    still reproduce the estimate and are (cvxpy), or a ValueError before anything is written."""
+    problems = _violations(pi, lumps, links, description)
+    if not problems:
+        return pi
+    hint = ("the estimate has no physical standard parameters this close to the description's: "
+            + "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""))
+    try:
+        from .consistent import consistent_estimate
+        b = len(identification.estimated)
+        labels = {k: label for k, (_, label, _, _) in enumerate(links)}
+        found = consistent_estimate(np.eye(b), identification.estimated, robot, prior=pi, regularization=1e-4,
+                                    link_offsets={labels[k]: v for k, v in lumps.items()})
+    except ImportError:
+        raise ValueError(hint + '; identify with --estimator consistent (pip install "robodyn[identify]") for '
+                         "an estimate that has them") from None
+    except RuntimeError as error:
+        raise ValueError(f"{hint}; no physical parameters reproduce it either ({error})") from None
+    projected = np.asarray(found.parameters, dtype=float)
+    remaining = _violations(projected, lumps, links, description)
+    if remaining:
+        raise ValueError(hint + "; the closest physical parameters still violate: " + "; ".join(remaining[:3]))
+    K = robot.base_parameter_matrix()
+    change = np.max(np.abs(K @ projected - identification.estimated)) / max(np.abs(identification.estimated).max(),
+                                                                            1e-300)
+    adjustments.append(f"{problems[0]}{' (and more)' if len(problems) > 1 else ''}: written as the closest "
+                       f"physical parameters instead (base parameters reproduced to {change:.1e})")
+    return projected
 
 
 def _link_fields(ten: np.ndarray, planar: bool) -> dict:
@@ -292,6 +362,7 @@ def write_identified(robot, identification: Identification, source: str | Path, 
     rotors = {label: start for kind, label, start, _ in layout if kind == "rotor"}
     viscous = {label: start for kind, label, start, _ in layout if kind == "viscous"}
     coulomb = {label: start for kind, label, start, _ in layout if kind == "coulomb"}
+    pi = _physical(robot, identification, pi, lumps, links, description, adjustments)
     for k, (joint, entry) in enumerate(zip(document["joints"], links)):
         own = pi[entry[2]:entry[3]] - lumps.get(k, np.zeros(10))
         link = dict(joint.get("link") or {})
