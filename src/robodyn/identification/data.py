@@ -256,20 +256,30 @@ def _reorder(m: Measurements, names: tuple, path: Path) -> Measurements:
     return Measurements(m.t, m.q[:, order], m.tau[:, order], names, None if m.qd is None else m.qd[:, order])
 
 
+def _data_lines(path: Path, header_line: int) -> list[int]:
+    """Line numbers of the data lines after the header (for messages; only on the error paths)."""
+    with open(path, encoding="utf-8") as stream:
+        return [number for number, line in enumerate(stream, 1)
+                if number > header_line and line.strip() and not line.lstrip().startswith("#")]
+
+
 def _read_csv(path: Path):
+    """Header by a scan of the first lines, data by NumPy's C parser straight from the file: memory
+    is the array's, not the text's. Line numbers are found again only when a message needs them."""
+    header_line, header = 0, []
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as stream:
+            for number, line in enumerate(stream, 1):
+                if line.strip() and not line.lstrip().startswith("#"):
+                    header_line, header = number, [cell.strip() for cell in line.lstrip("\ufeff").split(",")]
+                    break
     except UnicodeDecodeError as error:
         raise ValueError(f"{path}: not UTF-8 text (byte {error.start}); is it an NPZ file without the .npz suffix?") \
             from None
     except OSError as error:
         raise ValueError(f"{path}: cannot read: {error.strerror or error}") from None
-    lines = text.splitlines()
-    numbers = [i + 1 for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")]
-    if not numbers:
+    if not header_line:
         raise ValueError(f"{path}: no header line (expected t,q_<joint>...,tau_<joint>...)")
-    header_line, data_lines = numbers[0], numbers[1:]
-    header = [cell.strip() for cell in lines[header_line - 1].split(",")]
     columns: dict[str, int] = {}
     for index, name in enumerate(header):
         if name in columns:
@@ -300,21 +310,35 @@ def _read_csv(path: Path):
         kind, _, joint = name.partition("_")
         if kind in ("tau", "qd") and joint not in joints:
             raise ValueError(f"{path}:{header_line}: column {columns[name] + 1}: {name!r} has no matching 'q_{joint}'")
-    rows = len(data_lines)
-    _check_samples(rows, str(path))
     width = len(header)
+    import warnings
+
     try:
-        data = np.loadtxt(io.StringIO("\n".join(lines[i - 1] for i in data_lines)), delimiter=",",
-                          dtype=np.float64, ndmin=2)
-        if data.shape != (rows, width):
+        with warnings.catch_warnings():  # NumPy's note that comment lines do not count towards max_rows
+            warnings.simplefilter("ignore", UserWarning)
+            data = np.loadtxt(path, delimiter=",", comments="#", skiprows=header_line, dtype=np.float64, ndmin=2,
+                              encoding="utf-8", max_rows=MAX_SAMPLES + 1)
+        if data.shape[1] != width:
             raise ValueError("shape")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not UTF-8 text after the header (byte {error.start})") from None
     except ValueError:
-        _csv_syntax_error(path, lines, data_lines, header)
+        _csv_syntax_error(path, header_line, header)
         raise  # unreachable: the scan above raises
+    if data.shape[0] > MAX_SAMPLES:  # read up to one past the limit: a huge file is not parsed to its end
+        raise ValueError(f"{path}: more than {MAX_SAMPLES} samples, the limit")
+    _check_samples(data.shape[0], str(path))
+    located: list = []
+
+    def locate(row: int) -> int:
+        if not located:
+            located.append(_data_lines(path, header_line))
+        return located[0][row]
+
     bad = np.argwhere(~np.isfinite(data))
     if bad.size:
         row, column = bad[0]
-        raise ValueError(f"{path}:{data_lines[row]}: column {column + 1} ({header[column]}): "
+        raise ValueError(f"{path}:{locate(row)}: column {column + 1} ({header[column]}): "
                          f"{'NaN' if np.isnan(data[row, column]) else 'infinite'} value")
 
     def pick(kind):
@@ -325,21 +349,24 @@ def _read_csv(path: Path):
         m = Measurements(data[:, columns["t"]].copy(), pick("q"), pick("tau"), tuple(joints), qd)
     except (TypeError, ValueError) as error:
         raise ValueError(f"{path}:{header_line}: {error}") from None
-    return m, (lambda k: data_lines[k])
+    return m, locate
 
 
-def _csv_syntax_error(path: Path, lines: list, data_lines: list, header: list) -> None:
+def _csv_syntax_error(path: Path, header_line: int, header: list) -> None:
     """Find the first malformed data line (slow path, only after the fast parse failed) and raise."""
-    for number in data_lines:
-        cells = lines[number - 1].split(",")
-        if len(cells) != len(header):
-            raise ValueError(f"{path}:{number}: {len(cells)} values, the header has {len(header)} columns")
-        for column, cell in enumerate(cells):
-            try:
-                float(cell)
-            except ValueError:
-                raise ValueError(f"{path}:{number}: column {column + 1} ({header[column]}): not a number: "
-                                 f"{cell.strip()[:40]!r}") from None
+    with open(path, encoding="utf-8", errors="replace") as stream:
+        for number, line in enumerate(stream, 1):
+            if number <= header_line or not line.strip() or line.lstrip().startswith("#"):
+                continue
+            cells = line.split(",")
+            if len(cells) != len(header):
+                raise ValueError(f"{path}:{number}: {len(cells)} values, the header has {len(header)} columns")
+            for column, cell in enumerate(cells):
+                try:
+                    float(cell)
+                except ValueError:
+                    raise ValueError(f"{path}:{number}: column {column + 1} ({header[column]}): not a number: "
+                                     f"{cell.strip()[:40]!r}") from None
     raise ValueError(f"{path}: cannot parse the data lines")
 
 
