@@ -80,6 +80,8 @@ def check_arguments(parser, args) -> None:
             value = getattr(args, name)
             if not (math.isfinite(value) and value >= 0):
                 parser.error(f"--{name.replace('_', '-')} must be at least 0 and finite, got {value}")
+        if args.seed < 0:
+            parser.error(f"--seed must be at least 0, got {args.seed}")
         if args.duration is not None and args.duration * args.rate > 2e7:
             parser.error("--duration x --rate: at most 2e7 samples")
     if args.command in ("measure", "identify"):
