@@ -528,9 +528,9 @@ def _precise_combinations(evaluate, description, independent, dependent, beta_nu
     """β of each dependent column when Y has no symbolic parameters: a small square system per column
     (rows chosen by pivoted QR among the equations of a few random states), solved in double precision
     and refined once with residuals in extended precision (long double), so that β is right to the
-    last bit of a double (the compiled K, and through it Y_base K = Y, are exact to rounding)."""
-    import scipy.linalg
-
+    last bit of a double (the compiled K, and through it Y_base K = Y, are exact to rounding). A
+    column whose solution does not fit every equation (a true coefficient below the float fit's noise
+    was left out of its support) is solved again on all independent columns."""
     supports = [[k for k in range(len(independent)) if beta_numeric[k, d] != 0] for d in range(len(dependent))]
     needed = max((len(support) for support in supports), default=1)
     # A body's columns appear only in the rows of its joint and its ancestors (a few in a wide tree):
@@ -539,27 +539,50 @@ def _precise_combinations(evaluate, description, independent, dependent, beta_nu
     states = [np.asarray(x, dtype=np.longdouble) for x in _random_states(description, count, rng)]
     params = np.array([float(p.default) for p in description.parameters], dtype=np.longdouble)
     rows = evaluate(*states, params).reshape(-1, evaluate.columns)  # long double where NumPy keeps it
+    more: list = []  # equations enough for every independent column at once, made when first needed
+
+    def all_rows():
+        if not more:
+            extra = [np.asarray(x, dtype=np.longdouble)
+                     for x in _random_states(description, len(independent) + 3, rng)]
+            more.append(evaluate(*extra, params).reshape(-1, evaluate.columns))
+        return more[0]
+
     result = []
     for d_index, d in enumerate(dependent):
-        support = supports[d_index]
         beta = [sp.Integer(0)] * len(independent)
+        support = supports[d_index]
         if support:
-            columns = [independent[k] for k in support]
-            A_long, b_long = rows[:, columns], rows[:, d]
-            A = A_long.astype(float)
-            _, _, pivots = scipy.linalg.qr(A.T, pivoting=True)
-            chosen = np.sort(pivots[:len(support)])
-            lu = scipy.linalg.lu_factor(A[chosen])
-            x = scipy.linalg.lu_solve(lu, b_long[chosen].astype(float)).astype(np.longdouble)
-            for _ in range(2):  # iterative refinement, residual in long double
-                residual = b_long[chosen] - A_long[chosen] @ x
-                x = x + scipy.linalg.lu_solve(lu, residual.astype(float))
-            scale = np.abs(b_long[chosen]).max() or 1.0
-            for k, value, column in zip(support, x, columns):
-                contribution = abs(float(value)) * float(np.abs(A_long[chosen][:, support.index(k)]).max())
-                beta[k] = _rounded(float(value)) if contribution > 1e-14 * float(scale) else sp.Integer(0)
+            used = rows
+            x, fits = _solve_refined(used, [independent[k] for k in support], d)
+            if not fits:  # a true coefficient below the float fit's noise was dropped: take every column
+                support, used = list(range(len(independent))), all_rows()
+                x, fits = _solve_refined(used, list(independent), d)
+            scale = float(np.abs(used[:, d]).max()) or 1.0
+            for position, k in enumerate(support):
+                contribution = abs(float(x[position])) * float(np.abs(used[:, independent[k]]).max())
+                if contribution > 1e-14 * scale:
+                    beta[k] = _rounded(float(x[position]))
         result.append(beta)
     return result
+
+
+def _solve_refined(rows, columns: list[int], target: int):
+    """x with rows[:, columns] x = rows[:, target] on a square subsystem (pivoted QR's rows), refined
+    twice with long double residuals; and whether x fits every row (to 1e-12 of the target column)."""
+    import scipy.linalg
+
+    A_long, b_long = rows[:, columns], rows[:, target]
+    A = A_long.astype(float)
+    _, _, pivots = scipy.linalg.qr(A.T, pivoting=True)
+    chosen = np.sort(pivots[:len(columns)])
+    lu = scipy.linalg.lu_factor(A[chosen])
+    x = scipy.linalg.lu_solve(lu, b_long[chosen].astype(float)).astype(np.longdouble)
+    for _ in range(2):
+        residual = b_long[chosen] - A_long[chosen] @ x
+        x = x + scipy.linalg.lu_solve(lu, residual.astype(float))
+    misfit = float(np.abs(b_long - A_long @ x).max())
+    return x, misfit <= 1e-12 * max(float(np.abs(b_long).max()), 1e-300)
 
 
 def _rounded(value: float) -> sp.Expr:
