@@ -273,3 +273,16 @@ def test_commands_refuse_to_overwrite_their_inputs_and_damaged_trajectories(tmp_
         FourierTrajectory.load(deep)
     with pytest.raises(ValueError, match="not a regular file"):
         FourierTrajectory.load(tmp_path)
+
+
+def test_a_missing_optional_extra_is_an_environment_error(setting, tmp_path, monkeypatch, capsys):
+    """--estimator consistent without cvxpy: status 4 (environment) with the extra to install."""
+    from robodyn.__main__ import main
+
+    robot, _, measured = setting
+    data = write_measurements(tmp_path / "d.npz", measured)
+    monkeypatch.setitem(sys.modules, "cvxpy", None)  # import cvxpy now raises ImportError
+    status = main(["identify", str(RR), str(data), "--estimator", "consistent", "--out", str(tmp_path / "x.yaml"),
+                   "--quiet", "--cache-dir", str(tmp_path / "cache")])
+    assert status == 4 and 'robodyn[identify]' in capsys.readouterr().err
+    assert not (tmp_path / "x.yaml").exists()

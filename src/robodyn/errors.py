@@ -151,7 +151,8 @@ EXIT_STATUS_HELP = """exit status:
   3    build failure: the compiler or Cython failed, the compiled module failed its self-check
        (or an internal error: please report it with the output of --debug)
   4    environment: the cache directory cannot be created or written (--cache-dir, $ROBODYN_CACHE_DIR,
-       $XDG_CACHE_HOME, $HOME), no space left on the device, out of memory
+       $XDG_CACHE_HOME, $HOME), no space left on the device, out of memory, an optional extra
+       that is not installed (pip install "robodyn[identify]", "robodyn[distributed]")
   130  interrupted (Ctrl-C); the cache is left as it was
 Errors are printed as one line (a description lists all its problems) without a Python traceback;
 --debug adds the traceback."""
@@ -179,6 +180,9 @@ def report(error: BaseException) -> int:
         return EXIT_ENVIRONMENT
     if isinstance(error, MemoryError):
         print(f"error: out of memory {error}".rstrip(), file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    if isinstance(error, ImportError):  # an optional extra that is not installed: the environment
+        print(f"error: {error}", file=sys.stderr)
         return EXIT_ENVIRONMENT
     message = error.args[0] if isinstance(error, KeyError) and error.args else error
     print(f"error: {message}", file=sys.stderr)
