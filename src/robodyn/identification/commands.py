@@ -23,10 +23,13 @@ def add_parsers(commands) -> None:
     from ..errors import EXIT_STATUS_HELP
     from ..options import add_arguments
 
-    measure = commands.add_parser("measure", help="simulate measurements of a robot following an excitation "
-                                                  "trajectory (encoder and torque noise, friction on)",
-                                  epilog=MEASURE_EXAMPLE + "\n" + EXIT_STATUS_HELP, conflict_handler="resolve",
-                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    def subcommand(name: str, summary: str, example: str):
+        # conflict_handler="resolve": --out is the command's output file, not the cache option's alias.
+        return commands.add_parser(name, help=summary, epilog=example + "\n" + EXIT_STATUS_HELP,
+                                   conflict_handler="resolve", formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    measure = subcommand("measure", "simulate measurements of a robot following an excitation trajectory "
+                                    "(encoder and torque noise, friction on)", MEASURE_EXAMPLE)
     measure.add_argument("description", help="robot description (YAML or URDF), e.g. robots/rr.yaml")
     measure.add_argument("trajectory", help="excitation trajectory written by `python -m robodyn excite`")
     measure.add_argument("--rate", type=float, default=1000.0, help="samples per second (default 1000)")
@@ -42,10 +45,8 @@ def add_parsers(commands) -> None:
     add_arguments(measure)
     measure.add_argument("--out", required=True, metavar="FILE", help="measurements to write: .csv or .npz")
 
-    identify = commands.add_parser("identify", help="identify the dynamic parameters from measurements, write "
-                                                    "an identified description and build it",
-                                   epilog=IDENTIFY_EXAMPLE + "\n" + EXIT_STATUS_HELP, conflict_handler="resolve",
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    identify = subcommand("identify", "identify the dynamic parameters from measurements, write an identified "
+                                      "description and build it", IDENTIFY_EXAMPLE)
     identify.add_argument("description", help="robot description (YAML), e.g. robots/rr.yaml")
     identify.add_argument("data", help="measurements: CSV or NPZ (see robodyn.identification.data)")
     identify.add_argument("--estimator", choices=["wls", "ols", "consistent"], default="wls",
@@ -106,27 +107,15 @@ def check_arguments(parser, args) -> None:
             parser.error(f"--decimate must be at least 1, got {args.decimate}")
 
 
-def _settings(items: list[str]) -> list[tuple[str, float]]:
-    out = []
-    for item in items:
-        name, sep, text = item.partition("=")
-        try:
-            value = float(text)
-        except ValueError:
-            value = float("nan")
-        if not sep or value != value:
-            raise ValueError(f"--set {item!r}: expected NAME=NUMBER")
-        out.append((name.strip(), value))
-    return out
-
-
 def measure_command(args) -> int:
     from ..__main__ import _check_output, _load, _write_output
     from .data import simulate_measurements, write_measurements
     from .excitation import FourierTrajectory
 
+    from ..options import parse_assignments
+
     out = _check_output(args.out, "--out")
-    settings = _settings(args.set)
+    settings = list(parse_assignments(args.set, "--set").items())
     trajectory = FourierTrajectory.load(args.trajectory)
     robot = _load(args)
     if tuple(trajectory.joint_names) != tuple(robot.joint_names):
