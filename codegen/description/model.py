@@ -82,6 +82,38 @@ class Joint:
 
 
 @dataclass(frozen=True)
+class LoopClosure:
+    """A cut joint closing a kinematic loop: it connects a point of one link to a point of another.
+
+    A revolute cut joint makes the two points coincide and the two axes parallel; a prismatic one keeps
+    the second point on the line through the first along ``axis`` and the two links' relative orientation
+    fixed. Planar loops keep only the equations that are not identically satisfied (see
+    ``codegen.model.closed_chain``)."""
+
+    name: str
+    kind: str  # "revolute" | "prismatic"
+    links: tuple[int, int]  # indices in RobotDescription.joints of the joints whose links it connects
+    points: tuple[sp.ImmutableMatrix, sp.ImmutableMatrix]  # 3x1 each, in its link's frame
+    axis: sp.ImmutableMatrix  # unit 3x1, in the first link's frame
+    line: int
+
+
+@dataclass(frozen=True)
+class ClosedChain:
+    """What turns a kinematic tree into a closed-chain mechanism: its cut joints and its motors.
+
+    ``RobotDescription.joints`` then holds every joint of the tree (the virtual tree obtained by cutting
+    each loop), actuated and passive; the model's coordinates are the actuated ones."""
+
+    loops: tuple[LoopClosure, ...]
+    actuated: tuple[int, ...]  # indices in RobotDescription.joints, in the order the user gave them
+    line: int  # where 'loops' starts, for later messages
+
+    def passive(self, count: int) -> tuple[int, ...]:
+        return tuple(i for i in range(count) if i not in self.actuated)
+
+
+@dataclass(frozen=True)
 class RobotDescription:
     name: str
     path: str
@@ -100,6 +132,7 @@ class RobotDescription:
     # elimination tree of the coupled mass matrix (see ``coordinate_parents``), the sparsity
     # that forward dynamics factors M with.
     bodies: tuple[Joint, ...] = ()
+    closure: ClosedChain | None = None  # loops and actuated joints of a closed-chain mechanism
 
     @property
     def tree(self) -> tuple[Joint, ...]:

@@ -20,7 +20,7 @@ import sympy as sp
 from .. import geometry
 from ..errors import DescriptionError, DescriptionErrors
 from .expressions import CONSTANTS, FUNCTIONS, ExpressionError, parse_expression, parse_number_literal
-from .model import Inertial, Joint, Limits, Parameter, RobotDescription, Rotor
+from .model import ClosedChain, Inertial, Joint, Limits, LoopClosure, Parameter, RobotDescription, Rotor
 from .yaml_source import Located, check_size, load_yaml
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -33,7 +33,7 @@ for goto if inline int long register restrict return short signed sizeof static 
 union unsigned void volatile while _Bool _Complex _Imaginary""".split())
 _RESERVED_NAMES = frozenset(FUNCTIONS) | frozenset(CONSTANTS) | _C_KEYWORDS
 
-TOP_KEYS = {"name", "description", "parameters", "gravity", "base", "joints", "tool"}
+TOP_KEYS = {"name", "description", "parameters", "gravity", "base", "joints", "tool", "loops", "actuated"}
 JOINT_KEYS = {"name", "type", "parent", "dh", "mdh", "origin", "axis", "link", "friction", "motor", "limits"}
 TOOL_KEYS = {"link", "xyz", "rpy"}
 DH_KEYS = {"a", "alpha", "d", "theta"}
@@ -44,6 +44,7 @@ FRICTION_KEYS = {"viscous", "coulomb"}
 MOTOR_KEYS = {"inertia", "gear_ratio", "mass", "com", "axis", "transverse_inertia"}
 LIMIT_KEYS = {"lower", "upper", "velocity", "effort"}
 JOINT_TYPES = ("revolute", "prismatic")
+LOOP_KEYS = {"name", "type", "links", "points", "axis"}
 
 TOLERANCE = 1e-12
 
@@ -483,9 +484,13 @@ def parse_text(text: str, path: str = "<string>", data: bytes | None = None,
             tool_link = link_names.get(link, names.get(link, -2))
             if tool_link == -2:
                 raise link_node.error(f"unknown link {link!r} (give a link or joint name)")
+    closure = None
+    with problems.section():
+        closure = _parse_closure(root, names, link_names, problems)
     problems.raise_if_any()
     _check_planar_inertias(items, joints, base)
-    _check_unused_parameters(root, parameters, joints, gravity, base, tool)
+    loop_points = [point for loop in closure.loops for point in loop.points] if closure else []
+    _check_unused_parameters(root, parameters, joints, gravity, base, tool, *loop_points)
     if tool_override is not None:  # the build option replaces the description's tool frame
         tool, tool_link = sp.eye(4), link_names.get(tool_override, names.get(tool_override, -2))
         if tool_link == -2:
@@ -495,7 +500,71 @@ def parse_text(text: str, path: str = "<string>", data: bytes | None = None,
     digest = hashlib.sha256(data if data is not None else text.encode()).hexdigest()
     return RobotDescription(name=name, path=path, source_sha256=digest, summary=summary,
                             parameters=parameters, gravity=gravity, base=sp.ImmutableMatrix(base),
-                            joints=joints, tool=sp.ImmutableMatrix(tool), tool_link=tool_link)
+                            joints=joints, tool=sp.ImmutableMatrix(tool), tool_link=tool_link, closure=closure)
+
+
+def _link_index(node: _Node, names: dict[str, int], link_names: dict[str, int], what: str) -> int:
+    """A link named by its own name or its joint's, or 'base' (-1)."""
+    name = node.string()
+    if name == "base":
+        return -1
+    if name in link_names:
+        return link_names[name]
+    if name in names:
+        return names[name]
+    raise node.error(f"unknown {what} {name!r}; give a link or joint name, or 'base' (links: {', '.join(link_names)})")
+
+
+def _parse_closure(root: _Node, names: dict[str, int], link_names: dict[str, int],
+                   problems: DescriptionErrors) -> ClosedChain | None:
+    """'loops' (the cut joints) and 'actuated' (the motors) of a closed-chain mechanism, or None."""
+    if not root.has("loops"):
+        if root.has("actuated"):
+            raise root.get("actuated").error("'actuated' is for closed chains (give 'loops' too); in a serial or "
+                                              "tree robot every joint is actuated")
+        return None
+    loops_node = root.get("loops")
+    items = loops_node.sequence()
+    if not items:
+        raise loops_node.error("give at least one loop closure, or remove 'loops'")
+    loops = []
+    loop_names: set[str] = set()
+    for index, item in enumerate(items):
+        with problems.section():
+            item.mapping(LOOP_KEYS, required=("name", "type", "links"))
+            name_node = item.get("name")
+            name = _check_identifier(name_node, "loop name")
+            if name in names or name in link_names or name in loop_names:
+                raise name_node.error(f"loop name {name!r} is already used by a joint, a link or another loop")
+            loop_names.add(name)
+            type_node = item.get("type")
+            kind = type_node.string()
+            if kind not in JOINT_TYPES:
+                raise type_node.error(f"unknown cut-joint type {kind!r}; expected one of {', '.join(JOINT_TYPES)}")
+            links_node = item.get("links")
+            link_nodes = links_node.sequence(2)
+            links = tuple(_link_index(node, names, link_names, "link") for node in link_nodes)
+            if links[0] == links[1]:
+                raise links_node.error("a loop closure connects two different links")
+            points = (sp.ImmutableMatrix([0, 0, 0]),) * 2
+            if item.has("points"):
+                points = tuple(node.vector3() for node in item.get("points").sequence(2))
+            axis = _parse_axis(item.get("axis")) if item.has("axis") else sp.ImmutableMatrix([0, 0, 1])
+            loops.append(LoopClosure(name, kind, links, points, axis, item.line))
+    if not root.has("actuated"):
+        raise loops_node.error("a closed chain needs 'actuated': the list of its motorised joints")
+    actuated_node = root.get("actuated")
+    actuated = []
+    for node in actuated_node.sequence():
+        name = node.string()
+        if name not in names:
+            raise node.error(f"unknown joint {name!r}; joints: {', '.join(names)}")
+        if names[name] in actuated:
+            raise node.error(f"joint {name!r} is listed twice")
+        actuated.append(names[name])
+    if not actuated:
+        raise actuated_node.error("give at least one actuated joint")
+    return ClosedChain(tuple(loops), tuple(actuated), loops_node.line)
 
 
 def _check_planar_inertias(items: list[_Node], joints: tuple[Joint, ...], base: sp.Matrix) -> None:

@@ -45,22 +45,29 @@ def exact_rotations(description) -> bool:
     return True
 
 
-def derive_model(description, options: BuildOptions | None = None, progress=None):
+def derive_model(description, options: BuildOptions | None = None, progress=None, regressor: bool = True):
     """RobotDescription -> SymbolicModel by the route the options choose; ``progress(message)`` hears
-    each step of the derivation (per joint on the Lagrange route, per algorithm on the recursive one)."""
+    each step of the derivation (per joint on the Lagrange route, per algorithm on the recursive one).
+    A closed chain (``description.closure``) gets its reduced model in actuated coordinates
+    (``closed_chain.derive_closed_chain``); ``regressor=False`` skips the identification pass."""
     import dataclasses
 
+    from .closed_chain import derive_closed_chain
     from .lagrange import derive_lagrange
     from .recursive import derive_recursive
     from .regressor import derive_regressor
 
     options = options or BuildOptions()
+    if description.closure is not None:
+        return derive_closed_chain(description, options, progress=progress)
     method = resolve_method(options.method, len(description.tree),  # bodies, coupled or not
                             options.method != "auto" or exact_rotations(description))
     if method == "lagrange":
         model = derive_lagrange(description, simplify=options.simplify, progress=progress)
     else:
         model = derive_recursive(description, progress=progress)
+    if not regressor:
+        return model
     # The regressor comes from its own Newton-Euler pass whatever the route: one formulation to verify.
     regressor = derive_regressor(description, progress=progress)
     timings = dict(model.timings, regressor_s=regressor.seconds - regressor.base.seconds,

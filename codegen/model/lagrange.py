@@ -47,6 +47,7 @@ class SymbolicModel:
     bias: sp.ImmutableMatrix | None = None
     aba: tuple | None = None  # (q̈ expressions, pivots D_i) of the articulated-body algorithm
     regressor: object | None = None  # regressor.Regressor: τ = Y π, the dynamic and base parameters
+    closed_chain: object | None = None  # closed_chain.ClosedChainModel: loops, geometry, the tree's model
     timings: dict = field(default_factory=dict, compare=False)
 
     @property

@@ -70,7 +70,16 @@ def argument_symbols(model: SymbolicModel) -> dict[str, tuple[sp.Symbol, ...]]:
     symbols = {"q": model.q, "qd": model.qd, "qdd": model.qdd, "tau": model.tau, "h": model.wrench}
     if model.regressor is not None:
         symbols |= {"qdr": model.regressor.qdr, "qddr": model.regressor.qddr}
+    chain = model.closed_chain
+    if chain is not None:
+        symbols |= {"qt": chain.tree.q, "qtd": chain.tree.qd}
+        if chain.closed_form is not None:
+            symbols["x"] = TASK_SYMBOLS
     return symbols
+
+
+#: The task coordinates as the inverse geometric model's input (the model's own ξ are defined by its DGM).
+TASK_SYMBOLS = sp.symbols("task1 task2", real=True)
 
 
 def dimensions(model: SymbolicModel) -> dict[str, int]:
@@ -78,6 +87,12 @@ def dimensions(model: SymbolicModel) -> dict[str, int]:
     dims = {"n": model.n}
     if model.regressor is not None:
         dims |= {"p": len(model.regressor.names), "b": len(model.regressor.base.names)}
+    chain = model.closed_chain
+    if chain is not None:
+        dims |= {"t": len(chain.tree.q), "k": chain.constraint.rows, "np": len(chain.passive)}
+        if chain.closed_form is not None:
+            dims |= {"e": len(chain.closed_form.xi), "am": len(chain.assembly_modes),
+                     "wm": len(chain.closed_form.working_modes)}
     return dims
 
 
@@ -88,6 +103,10 @@ def _matrix(value) -> sp.ImmutableMatrix:
 
 
 def _route(model: SymbolicModel, lagrange: str, recursive: str) -> str:
+    if model.closed_chain is not None:
+        return ("projected from the virtual tree (" + (lagrange if model.closed_chain.tree.method == "lagrange"
+                                                       else recursive) + ") on the actuated coordinates with "
+                "G = [I; Jp]: M = G^T M_x G, C = G^T (M_x Gdot + C_x G), g = G^T g_x")
     return lagrange if model.method == "lagrange" else recursive
 
 
@@ -187,6 +206,70 @@ def _base_parameter_matrix(model, options):
     return Expressions((model.regressor.base.matrix,)), "K = [I | beta] by columns: Y_dependent = Y_base beta"
 
 
+def _closed_form(model):
+    chain = model.closed_chain
+    return chain.closed_form if chain is not None else None
+
+
+def _direct_geometry(model, options):
+    form = _closed_form(model)
+    if form is None:
+        return None
+    return (Expressions((sp.ImmutableMatrix.vstack(*[m.T for m in form.dgm]),)),
+            "platform point where the circles about the two anchors meet, on side +1 then -1 of anchor 1 -> 2")
+
+
+def _inverse_geometry(model, options):
+    form = _closed_form(model)
+    if form is None:
+        return None
+    rows = [m.T.xreplace(dict(zip(form.xi, TASK_SYMBOLS))) for m in form.igm]
+    return (Expressions((sp.ImmutableMatrix.vstack(*rows),)),
+            "each actuated coordinate from the platform point (a line or a circle meeting a circle), per working mode")
+
+
+def _passive_geometry(model, options):
+    form = _closed_form(model)
+    if form is None:
+        return None
+    rows = [m.T.xreplace(dict(zip(form.xi, dgm))) for m, dgm in zip(form.passive, form.dgm)]
+    return Expressions((sp.ImmutableMatrix.vstack(*rows),)), "atan2 of the distal links' directions, per assembly mode"
+
+
+def _loop_matrices(model, options):
+    form = _closed_form(model)
+    if form is None:
+        return None
+    return Expressions((form.A, form.B)), "A = dh/dx, B = dh/dq of h_i = |P - C_i|^2 - L_i^2"
+
+
+def _chain_value(attribute: str, algorithm: str):
+    def define(model, options):
+        chain = model.closed_chain
+        value = getattr(chain, attribute, None) if chain is not None else None
+        if value is None:
+            return None
+        return Expressions((_matrix(value),)), algorithm
+    return define
+
+
+def _singularity_measures(model, options):
+    form = _closed_form(model)
+    if form is None:
+        return None
+    return Expressions((form.singularity,)), "det A, det B and their normalised forms"
+
+
+def _tree_routine(build):
+    def define(model, options):
+        chain = model.closed_chain
+        if chain is None:
+            return None
+        value, algorithm = build(chain)
+        return Expressions(tuple(_matrix(v) for v in value), definitions=tuple(chain.tree.definitions)), algorithm
+    return define
+
+
 #: Routine name -> definition: (model, options) -> (value, algorithm) or None (not for this robot).
 DEFINITIONS: dict[str, Callable[[SymbolicModel, BuildOptions], tuple[Value, str] | None]] = {
     "mass_matrix": _mass_matrix,
@@ -205,6 +288,22 @@ DEFINITIONS: dict[str, Callable[[SymbolicModel, BuildOptions], tuple[Value, str]
     "slotine_li_regressor": _slotine_li_regressor,
     "dynamic_parameters": _dynamic_parameters,
     "base_parameter_matrix": _base_parameter_matrix,
+    "direct_geometry": _direct_geometry,
+    "inverse_geometry": _inverse_geometry,
+    "passive_geometry": _passive_geometry,
+    "loop_matrices": _loop_matrices,
+    "task_jacobian": _chain_value("task_jacobian", "J = -A^-1 B (adjugate over det A)"),
+    "task_jacobian_derivative": _chain_value("task_jacobian_dot", "Jdot = -A^-1 (Adot J + Bdot)"),
+    "task_bias": _chain_value("task_bias", "b = Jdot qd"),
+    "passive_jacobian": _chain_value("passive_jacobian", "Jp = -A_x^-1 B_x of the tree's loop equations"),
+    "passive_jacobian_derivative": _chain_value("passive_jacobian_dot", "Jpdot = -A_x^-1 (Adot_x Jp + Bdot_x)"),
+    "singularity_measures": _singularity_measures,
+    "tree_mass_matrix": _tree_routine(lambda chain: ((chain.tree.M,), "M of the virtual tree")),
+    "tree_nonlinear_effects": _tree_routine(lambda chain: ((chain.tree.nonlinear_effects(),),
+                                                           "C qd + g + friction of the virtual tree")),
+    "loop_residual": _tree_routine(lambda chain: ((chain.constraint,), "loop-closure equations h(qt)")),
+    "loop_jacobian": _tree_routine(lambda chain: ((chain.constraint_jacobian,), "H = dh/dqt")),
+    "loop_bias": _tree_routine(lambda chain: ((chain.constraint_bias,), "Hdot qtd")),
 }
 
 

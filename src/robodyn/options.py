@@ -59,6 +59,10 @@ class BuildOptions:
     accept_invalid_inertia: bool = field(default=False, metadata=_option(
         "--accept-invalid-inertia", "accept inertia tensors that are physically impossible beyond rounding noise "
         "(not positive definite, triangle inequality violated) with a warning instead of an error"))
+    assembly_mode: int = field(default=1, metadata=_option(
+        "--assembly-mode", "closed chains: the assembly mode the dynamics are compiled for, +1 (default; the "
+        "platform point to the left of the directed line from the first passive joint to the second, see "
+        "docs/closed_chains.md) or -1", type=int, choices=(1, -1)))
     selfcheck: bool = field(default=True, metadata=_option(
         "--no-selfcheck", "skip the post-build self-check of every routine against its symbolic value (for those "
         "who know the model is right; the cache entry records that it was not checked)"))
@@ -75,6 +79,9 @@ class BuildOptions:
         if self.tool is not None and (not isinstance(self.tool, str) or not _NAME.match(self.tool)):
             raise ValueError(f"tool: expected a link name, got {self.tool!r}")
         object.__setattr__(self, "tool_offset", _tool_offset(self.tool_offset))
+        if isinstance(self.assembly_mode, bool) or self.assembly_mode not in (1, -1):
+            raise ValueError(f"assembly_mode: expected 1 or -1, got {self.assembly_mode!r}")
+        object.__setattr__(self, "assembly_mode", int(self.assembly_mode))
 
     @property
     def lock_map(self) -> dict[str, float]:
@@ -94,7 +101,8 @@ class BuildOptions:
         return {"method": self.method, "forward": self.forward, "simplify": self.simplify,
                 "lock": [[name, value] for name, value in self.lock], "runtime_parameters": self.runtime_parameters,
                 "tool": self.tool, "tool_offset": list(self.tool_offset),
-                "accept_invalid_inertia": self.accept_invalid_inertia, "selfcheck": self.selfcheck}
+                "accept_invalid_inertia": self.accept_invalid_inertia, "selfcheck": self.selfcheck,
+                "assembly_mode": self.assembly_mode}
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "BuildOptions":
@@ -123,6 +131,8 @@ class BuildOptions:
             out += ["--tool-offset", ",".join(repr(v) for v in self.tool_offset)]
         if self.accept_invalid_inertia:
             out.append("--accept-invalid-inertia")
+        if self.assembly_mode != default.assembly_mode:
+            out += ["--assembly-mode", str(self.assembly_mode)]
         if not self.selfcheck:
             out.append("--no-selfcheck")
         return out

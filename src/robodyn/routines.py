@@ -119,6 +119,11 @@ _QDD = Argument("qdd", "n", "joint accelerations")
 _TAU = Argument("tau", "n", "joint torques or forces")
 _QDR = Argument("qdr", "n", "reference velocity (adaptive control: qd_desired - Lambda (q - q_desired))")
 _QDDR = Argument("qddr", "n", "reference acceleration (its time derivative)")
+_X = Argument("x", "e", "end-effector (task) coordinates of a closed chain: the in-plane coordinates of its "
+                        "platform point")
+_QT = Argument("qt", "t", "positions of every joint of a closed chain's virtual tree (actuated and passive, "
+                          "description order)")
+_QTD = Argument("qtd", "t", "velocities of every joint of the virtual tree")
 _H = Argument("h", "6", "wrench the environment exerts on the tool origin: force, then moment, base frame",
               optional=True)
 
@@ -171,6 +176,45 @@ TABLE: tuple[Routine, ...] = (
     Routine("base_parameter_matrix", "base_parameter_matrix", (),
             (Output(("b", "p"), "K: base_parameters() = K @ dynamic_parameters(), Y = Y_base @ K"),),
             "Base-parameter map K at the current parameter values (geometric parameters enter it).", "O(n^2)"),
+    # Closed chains (docs/closed_chains.md): geometry with its modes, loop kinematics, the virtual tree.
+    Routine("direct_geometry", "dgm_modes", (_Q,),
+            (Output(("am", "e"), "end-effector coordinates, one row per assembly mode (NaN: cannot assemble)"),),
+            "Direct geometric model in closed form for every assembly mode (closed chains; see dgm).", "O(n)"),
+    Routine("inverse_geometry", "igm_modes", (_X,),
+            (Output(("wm", "n"), "actuated coordinates, one row per working mode (NaN: out of reach)"),),
+            "Inverse geometric model in closed form for every working mode (closed chains; see igm).", "O(n)"),
+    Routine("passive_geometry", "passive_modes", (_Q,),
+            (Output(("am", "np"), "passive joint positions, one row per assembly mode"),),
+            "Passive joints' positions for every assembly mode (closed chains; see passive_positions).", "O(n)"),
+    Routine("loop_matrices", "loop_matrices", (_Q,),
+            (Output(("e", "e"), "A = dh/dx"), Output(("e", "n"), "B = dh/dq")),
+            "First-order loop kinematics A xdot + B qdot = 0 of the loop equations h(x, q) = 0 in the task "
+            "coordinates, at the build's assembly mode.", "O(n)"),
+    Routine("task_jacobian", "task_jacobian", (_Q,), (Output(("e", "n"), "J = -A^-1 B: xdot = J qdot"),),
+            "End-effector Jacobian of a closed chain in its task coordinates.", "O(n)"),
+    Routine("task_jacobian_derivative", "task_jacobian_derivative", (_Q, _QD), (Output(("e", "n"), "dJ/dt"),),
+            "Time derivative of the end-effector Jacobian.", "O(n)"),
+    Routine("task_bias", "task_bias", (_Q, _QD), (Output(("e",), "b = Jdot qdot: xddot = J qddot + b"),),
+            "Second-order term of the end-effector kinematics.", "O(n)"),
+    Routine("passive_jacobian", "passive_jacobian", (_Q,), (Output(("np", "n"), "Jp: passive velocities = Jp qdot"),),
+            "Jacobian of the passive joints' positions with respect to the actuated coordinates.", "O(n)"),
+    Routine("passive_jacobian_derivative", "passive_jacobian_derivative", (_Q, _QD),
+            (Output(("np", "n"), "dJp/dt"),), "Time derivative of the passive-joint Jacobian.", "O(n)"),
+    Routine("singularity_measures", "singularity_measures", (_Q,),
+            (Output(("4",), "det A (type 2), det B (type 1), and each normalised to [-1, 1]"),),
+            "Singularity measures of a closed chain: zero on a type-2 (det A) or type-1 (det B) singularity; "
+            "the normalised ones are products of sines of the angles that vanish there.", "O(n)"),
+    Routine("tree_mass_matrix", "tree_M", (_QT,), (Output(("t", "t"), "M of the virtual tree"),),
+            "Mass matrix of the virtual tree (every joint, the loops cut): the multiplier model's.", "O(n^2)"),
+    Routine("tree_nonlinear_effects", "tree_nonlinear_effects", (_QT, _QTD),
+            (Output(("t",), "C qtd + g + friction of the virtual tree"),),
+            "Bias forces of the virtual tree.", "O(n)"),
+    Routine("loop_residual", "loop_residual", (_QT,), (Output(("k",), "h(qt), zero when the loops are closed"),),
+            "Loop-closure equations of a closed chain in the tree's coordinates.", "O(n)"),
+    Routine("loop_jacobian", "loop_jacobian", (_QT,), (Output(("k", "t"), "H = dh/dqt"),),
+            "Jacobian of the loop-closure equations.", "O(n)"),
+    Routine("loop_bias", "loop_bias", (_QT, _QTD), (Output(("k",), "Hdot qtd"),),
+            "Second-order term of the loop-closure equations: H qtdd + Hdot qtd = 0 on the constraint.", "O(n)"),
 )
 
 
