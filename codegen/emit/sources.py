@@ -276,7 +276,60 @@ def build_metadata(routines: RoutineSet, operation_counts: dict) -> dict:
         "routines": {d.routine.name: {"algorithm": d.algorithm, "operations": operation_counts[d.routine.name]}
                      for d in routines.definitions},
         **_identification_metadata(model),
+        **_closed_chain_metadata(model),
     }
+
+
+def _closed_chain_metadata(model) -> dict:
+    """Loops, joints of the virtual tree, modes and singularity loci of a closed chain (robodyn.Robot)."""
+    chain = model.closed_chain
+    if chain is None:
+        return {}
+    from ..model.routines import dimensions
+
+    tree = chain.tree.description
+    closure = model.description.closure
+    form = chain.closed_form
+    info = {
+        "tree_joint_names": [j.name for j in tree.joints],
+        "tree_joint_types": [j.kind for j in tree.joints],
+        "tree_link_names": [j.link_name for j in tree.joints],
+        "actuated": list(chain.actuated),
+        "passive": list(chain.passive),
+        "loops": [{"name": loop.name, "type": loop.kind,
+                   "links": [tree.joints[k].link_name if k >= 0 else "base" for k in loop.links]}
+                  for loop in closure.loops],
+        "constraints": chain.constraint.rows,
+        "closed_form": form is not None,
+        "reason": chain.reason,
+        "assembly_mode": chain.assembly_mode,
+        "dimensions": {k: v for k, v in dimensions(model).items() if k != "n"},
+    }
+    if form is not None:
+        axes = "xyz"
+        first, second = form.plane[1], form.plane[2]
+        info |= {
+            "task_coordinates": [axes[first], axes[second]],
+            "assembly_modes": [1, -1],
+            "working_modes": [list(m) for m in form.working_modes],
+            "assembly_meaning": (f"+1: the platform point lies to the left of the directed line from the passive joint "
+                                 f"of {tree.joints[form.branches[0].passive].name} to that of "
+                                 f"{tree.joints[form.branches[1].passive].name}, seen from +{axes[form.plane[0]]}; "
+                                 "-1: to the right"),
+            "working_meaning": [_working_meaning(tree, b, axes[form.plane[0]]) for b in form.branches],
+            "loci": list(form.loci),
+        }
+    return {"closed_chain": info}
+
+
+def _working_meaning(tree, branch, normal: str) -> str:
+    name = tree.joints[branch.actuated].name
+    if branch.actuated_kind == "prismatic":
+        return (f"sigma for {name}: +1 when the passive joint it carries is ahead of the platform point along the "
+                "joint's axis, -1 behind")
+    return (f"sigma for {name}: +1 when the passive joint it carries is counter-clockwise (about "
+            f"{'+' if branch.actuated_sign > 0 else '-'}{normal}) of the ray from {name}'s axis to the platform point, "
+            "-1 clockwise")
 
 
 def _identification_metadata(model) -> dict:

@@ -46,6 +46,7 @@ class Check:
     name: str
     error: float
     tolerance: float
+    note: str = ""  # a figure worth reporting beside the error (closed chains: the nearest singularity)
 
     @property
     def passed(self) -> bool:
@@ -82,18 +83,55 @@ def joint_range(joint, length: float) -> tuple[float, float]:
     return -half, half
 
 
-def random_inputs(routines: RoutineSet, count: int, seed: int = 0) -> dict[str, np.ndarray]:
-    """A batch of ``count`` random values for every argument name used by the routines."""
+def _joint_samples(description, count: int, rng) -> np.ndarray:
+    q = np.empty((count, len(description.joints)))
+    length = reach(description)
+    for i, joint in enumerate(description.joints):
+        low, high = joint_range(joint, length)
+        q[:, i] = rng.uniform(low, high, count)
+    return q
+
+
+#: Closed chains are checked where they assemble and at least this far from their singularities (normalised
+#: measures: sines of the angles that vanish there).
+SINGULARITY_MARGIN = 0.1
+
+
+def assembled_samples(robot, description, count: int, rng, margin: float = SINGULARITY_MARGIN) -> np.ndarray:
+    """``count`` actuated positions of a closed chain, drawn within the joint limits, where it assembles in
+    the robot's mode with both normalised singularity measures above ``margin``."""
+    from robodyn.errors import SelfCheckError
+
+    kept: list[np.ndarray] = []
+    for _ in range(200):
+        q = _joint_samples(description, 8 * count, rng)
+        measures = robot.singularity_measures(q)
+        x = robot.dgm_modes(q)[:, 0 if robot.assembly_mode == 1 else 1, :]
+        good = np.all(np.isfinite(x), axis=1) & np.all(np.abs(measures[:, 2:]) > margin, axis=1)
+        kept += list(q[good])
+        if len(kept) >= count:
+            return np.array(kept[:count])
+    raise SelfCheckError(f"no configuration of {description.name} within its joint limits assembles at least "
+                         f"{margin} away from its singularities; check the lengths and the limits of its joints")
+
+
+def random_inputs(routines: RoutineSet, count: int, seed: int = 0, robot=None) -> dict[str, np.ndarray]:
+    """A batch of ``count`` random values for every argument name used by the routines (a closed chain's
+    positions where it assembles, with the compiled ``robot``'s geometry)."""
     rng = np.random.default_rng(seed)
     model = routines.model
     n = model.n
-    q = np.empty((count, n))
-    length = reach(model.description)
-    for i, joint in enumerate(model.description.joints):
-        low, high = joint_range(joint, length)
-        q[:, i] = rng.uniform(low, high, count)
+    if model.closed_chain is not None and robot is not None and model.closed_chain.closed_form is not None:
+        q = assembled_samples(robot, model.description, count, rng)
+    else:
+        q = _joint_samples(model.description, count, rng)
     values = {"q": q, "qd": rng.uniform(-2.0, 2.0, (count, n)), "qdd": rng.uniform(-2.0, 2.0, (count, n)),
               "tau": rng.normal(0.0, 10.0, (count, n)), "h": rng.normal(0.0, 5.0, (count, 6))}
+    if model.closed_chain is not None and robot is not None and model.closed_chain.closed_form is not None:
+        values["x"] = robot.dgm(q)
+        # The tree routines hold for any tree state: checked off the loops too, where h(qt) is not zero.
+        values["qt"] = robot.tree_positions(q) + rng.normal(0.0, 0.1, (count, model.closed_chain.tree.n))
+        values["qtd"] = rng.uniform(-2.0, 2.0, (count, model.closed_chain.tree.n))
     for definition in routines.definitions:  # arguments of routines added later: uniform in [-1, 1]
         for argument, symbols in zip(definition.routine.arguments, definition.inputs):
             if argument.name not in values:
@@ -152,7 +190,7 @@ def _reference(routines: RoutineSet, definition: RoutineDefinition, inputs: list
 def run_selfcheck(robot, routines: RoutineSet, samples: int = 20, seed: int = 0) -> list[Check]:
     """``robot`` is the compiled robot (a robodyn.Robot) with its default parameters."""
     params = np.array([p.default for p in routines.model.description.parameters], dtype=float)
-    values = random_inputs(routines, samples, seed)
+    values = random_inputs(routines, samples, seed, robot)
     checks: list[Check] = []
     for definition in routines.definitions:
         routine = definition.routine
@@ -168,7 +206,12 @@ def run_selfcheck(robot, routines: RoutineSet, samples: int = 20, seed: int = 0)
         # Two solves of M x = b (the compiled factorisation, NumPy's LU) agree to about cond(M) ulps.
         tolerance = SYMBOLIC_TOLERANCE * max(1.0, condition) if np.isfinite(condition) else SYMBOLIC_TOLERANCE
         checks.append(Check(f"compiled_vs_symbolic_{routine.name}", error, tolerance))
-    return checks + _identities(robot, routines, values)
+    checks += _identities(robot, routines, values)
+    if routines.model.closed_chain is not None and routines.model.closed_chain.closed_form is not None:
+        from .certificate import closed_chain_certificate
+
+        checks += closed_chain_certificate(robot, routines, values, seed)
+    return checks
 
 
 def _identities(robot, routines: RoutineSet, values: dict[str, np.ndarray]) -> list[Check]:

@@ -186,12 +186,129 @@ class Robot(RobotCore):
 
     @property
     def dimensions(self) -> dict[str, int]:
-        """The sizes the routine table's shapes name: n joints, p dynamic and b base parameters."""
+        """The sizes the routine table's shapes name: n joints, p dynamic and b base parameters; for a closed
+        chain t tree joints, k loop equations, np passive joints, e task coordinates, am and wm modes."""
         dims = {"n": self.n}
         info = self.metadata.get("dynamic_parameters")
         if isinstance(info, dict):
             dims |= {"p": len(info["names"]), "b": len(info["base_names"])}
+        chain = self.metadata.get("closed_chain")
+        if isinstance(chain, dict):
+            dims |= chain["dimensions"]
         return dims
+
+    # -- closed chains: geometry with modes (docs/closed_chains.md) ------------------------------
+
+    @property
+    def is_closed_chain(self) -> bool:
+        """Whether the robot is a closed-chain mechanism (its coordinates are the actuated joints)."""
+        return isinstance(self.metadata.get("closed_chain"), dict)
+
+    def _chain(self) -> dict:
+        info = self.metadata.get("closed_chain")
+        if not isinstance(info, dict):
+            raise AttributeError(f"robot {self.name!r} is not a closed chain")
+        return info
+
+    @property
+    def assembly_mode(self) -> int:
+        """The assembly mode the dynamics were compiled for (+1 or -1; the build option assembly_mode)."""
+        return int(self._chain()["assembly_mode"])
+
+    @property
+    def modes(self) -> dict:
+        """The modes of the geometric models and what they mean: {"assembly": [+1, -1], "working": [(σ1, σ2),
+        ...], "assembly_meaning": text, "working_meaning": [text per actuated joint]}."""
+        info = self._chain()
+        return {"assembly": list(info["assembly_modes"]), "working": [tuple(m) for m in info["working_modes"]],
+                "assembly_meaning": info["assembly_meaning"], "working_meaning": list(info["working_meaning"])}
+
+    @property
+    def passive_joint_names(self) -> tuple[str, ...]:
+        info = self._chain()
+        return tuple(info["tree_joint_names"][i] for i in info["passive"])
+
+    @property
+    def tree_joint_names(self) -> tuple[str, ...]:
+        """Every joint of the virtual tree (the loops cut), description order: the order of ``qt``."""
+        return tuple(self._chain()["tree_joint_names"])
+
+    @property
+    def task_coordinates(self) -> tuple[str, ...]:
+        """Names of the end-effector coordinates dgm returns and igm takes (the platform point's, base frame)."""
+        return tuple(self._chain()["task_coordinates"])
+
+    @property
+    def singularity_loci(self) -> tuple[str, ...]:
+        """The type-1 and type-2 singularity loci, as the build derived them symbolically."""
+        return tuple(self._chain()["loci"])
+
+    def _mode_row(self, mode, modes: list, what: str) -> int:
+        if mode is None:
+            return 0
+        key = tuple(int(m) for m in mode) if isinstance(mode, (tuple, list, np.ndarray)) else mode
+        for index, candidate in enumerate(modes):
+            if (tuple(candidate) if isinstance(candidate, (list, tuple)) else candidate) == key:
+                return index
+        raise ValueError(f"unknown {what} mode {mode!r}; this robot has {', '.join(map(str, modes))}")
+
+    @staticmethod
+    def _assembled(values: np.ndarray, what: str, mode) -> np.ndarray:
+        bad = ~np.all(np.isfinite(values), axis=-1)
+        if np.any(bad):
+            where = "" if values.ndim == 1 else f" (batch rows {np.flatnonzero(bad)[:5].tolist()})"
+            raise ValueError(f"{what} has no solution in mode {mode}{where}: the mechanism cannot be assembled there")
+        return values
+
+    def dgm(self, q, mode=None) -> np.ndarray:
+        """Direct geometric model: the end-effector coordinates (``task_coordinates``) at actuated positions q,
+        in assembly mode ``mode`` (+1 or -1; default: the mode the robot was built for). Shape (e,) or (N, e).
+        ValueError where the mechanism cannot be assembled."""
+        info = self._chain()
+        mode = self.assembly_mode if mode is None else mode
+        row = self._mode_row(mode, info["assembly_modes"], "assembly")
+        return self._assembled(np.ascontiguousarray(self.dgm_modes(q)[..., row, :]), "the direct geometric model",
+                               mode)
+
+    def igm(self, x, mode=None) -> np.ndarray:
+        """Inverse geometric model: actuated positions that put the end effector at x, in working mode ``mode``
+        (a tuple of ±1, one per actuated joint; see ``modes``), shape (n,) or (N, n). Without ``mode``: every
+        working mode, shape (wm, n) (rows in the order of ``modes["working"]``; NaN where out of reach)."""
+        info = self._chain()
+        values = self.igm_modes(x)
+        if mode is None:
+            if np.all(np.isnan(values)):
+                raise ValueError(f"the end-effector position {np.asarray(x).tolist()} is out of reach")
+            return values
+        row = self._mode_row(mode, info["working_modes"], "working")
+        return self._assembled(np.ascontiguousarray(values[..., row, :]), "the inverse geometric model", tuple(mode))
+
+    def passive_positions(self, q, mode=None) -> np.ndarray:
+        """Positions of the passive joints (``passive_joint_names``) at actuated positions q, in assembly mode
+        ``mode`` (default: the robot's)."""
+        info = self._chain()
+        mode = self.assembly_mode if mode is None else mode
+        row = self._mode_row(mode, info["assembly_modes"], "assembly")
+        return self._assembled(np.ascontiguousarray(self.passive_modes(q)[..., row, :]), "the passive-joint model",
+                               mode)
+
+    def tree_positions(self, q, mode=None) -> np.ndarray:
+        """Every joint of the virtual tree (``tree_joint_names`` order) at actuated positions q."""
+        info = self._chain()
+        q = np.asarray(q, dtype=float)
+        out = np.empty(q.shape[:-1] + (len(info["tree_joint_names"]),))
+        out[..., info["actuated"]] = q
+        out[..., info["passive"]] = self.passive_positions(q, mode)
+        return out
+
+    def tree_velocities(self, q, qd) -> np.ndarray:
+        """Every joint's velocity in the virtual tree: actuated qd, passive Jp(q) qd (build's assembly mode)."""
+        info = self._chain()
+        qd = np.asarray(qd, dtype=float)
+        out = np.empty(qd.shape[:-1] + (len(info["tree_joint_names"]),))
+        out[..., info["actuated"]] = qd
+        out[..., info["passive"]] = np.einsum("...ij,...j->...i", self.passive_jacobian(q), qd)
+        return out
 
     def base_parameters(self) -> np.ndarray:
         """The base parameters at the current parameter values: base_parameter_matrix() @ dynamic_parameters()."""

@@ -39,7 +39,54 @@ import numpy as np
 from .control import BuiltinController, Controller, FunctionController, NoControl
 from .references import Reference
 
-__all__ = ["Plant", "SimulatedPlant", "Harness", "Trajectory", "LoopStats", "simulate", "INTEGRATORS"]
+__all__ = ["Plant", "SimulatedPlant", "Harness", "Trajectory", "LoopStats", "simulate", "INTEGRATORS",
+           "SingularityError", "SINGULARITY_MARGIN"]
+
+#: A closed chain's run stops when its normalised type-2 measure (the sine of the angle between its two
+#: distal links) falls below this: the reduced model's M grows like 1/measure² there.
+SINGULARITY_MARGIN = 1e-3
+
+
+class SingularityError(ValueError):
+    """A closed chain's run reached (or crossed) a type-2 singularity; ``trajectory`` holds the samples
+    up to the last one before it (t, q, qd), ``time`` when it happened, ``measure`` the normalised det A
+    there and ``distance`` an estimate of the distance to the locus in the actuated coordinates."""
+
+    def __init__(self, message: str, time: float, measure: float, distance: float, t=None, q=None, qd=None):
+        super().__init__(message)
+        self.time, self.measure, self.distance = time, measure, distance
+        self.t, self.q, self.qd = t, q, qd
+
+
+def _singularity_check(robot, margin: float, t: np.ndarray, q: np.ndarray, qd: np.ndarray) -> None:
+    """Raise SingularityError at the first sample whose normalised |det A| is below ``margin`` (or whose
+    state is no longer finite: the mechanism came apart)."""
+    finite = np.all(np.isfinite(q), axis=1) & np.all(np.isfinite(qd), axis=1)
+    measure = np.full(q.shape[0], np.nan)
+    measure[finite] = robot.singularity_measures(q[finite])[:, 2]
+    assembled = finite.copy()
+    assembled[finite] = np.all(np.isfinite(robot.dgm_modes(q[finite])), axis=(1, 2))
+    bad = ~assembled | ~(np.abs(np.nan_to_num(measure, nan=0.0)) > margin)
+    if not np.any(bad):
+        return
+    k = int(np.argmax(bad))
+    last = max(k - 1, 0)
+    value = float(measure[k]) if np.isfinite(measure[k]) else float(measure[last])
+    # Distance to the locus det A = 0 in the actuated coordinates, to first order: |det A| / |grad det A|.
+    q_at = q[k] if finite[k] and np.isfinite(measure[k]) else q[last]
+    step = 1e-7 * max(1.0, float(np.max(np.abs(q_at))))
+    grad = np.array([(robot.singularity_measures(q_at + step * e)[0] - robot.singularity_measures(q_at - step * e)[0])
+                     / (2 * step) for e in np.eye(q.shape[1])])
+    det_a = robot.singularity_measures(q_at)[0]
+    distance = abs(det_a) / max(float(np.linalg.norm(grad)), 1e-300)
+    what = ("crossed a type-2 (parallel) singularity: the mechanism can no longer be assembled in its mode"
+            if not assembled[k] else "reached a type-2 (parallel) singularity")
+    raise SingularityError(
+        f"{robot.name}: the run {what} at t = {t[k]:.6g} s: normalised det A = {value:.3g} (the sine of the angle "
+        f"between the distal links; the run stops below {margin:g}), about {distance:.3g} from the locus in the "
+        f"actuated coordinates (q = {np.array2string(q_at, precision=6)}); the dynamics are singular there. The "
+        "samples before it are in this error's t, q, qd.", float(t[k]), value, distance, t[:k], q[:k], qd[:k])
+
 
 INTEGRATORS = ("euler", "semi-implicit-euler", "rk4")
 
@@ -120,7 +167,8 @@ class SimulatedPlant:
     """
 
     def __init__(self, robot, period: float, q0=None, qd0=None, *, integrator: str = "rk4", substeps: int = 1,
-                 disturbance=None, wrench=None, rtol: float = 1e-9, atol: float = 1e-11):
+                 disturbance=None, wrench=None, rtol: float = 1e-9, atol: float = 1e-11,
+                 singularity_margin: float = SINGULARITY_MARGIN):
         if (isinstance(period, bool) or not isinstance(period, (int, float, np.integer, np.floating))
                 or not 0.0 < period <= MAX_PERIOD):
             raise ValueError(f"period must be a positive number of seconds, at most {MAX_PERIOD:g}, got {period!r}")
@@ -150,6 +198,13 @@ class SimulatedPlant:
         # Per-write constants: write() runs at every tick of a Python loop.
         self._step = robot._step if self.compiled else None
         self._dt = self.period / self.substeps
+        if (isinstance(singularity_margin, bool) or not isinstance(singularity_margin, (int, float, np.floating))
+                or not 0.0 <= singularity_margin < 1.0):
+            raise ValueError(f"singularity_margin must be a number in [0, 1), got {singularity_margin!r}")
+        # Closed chains: stop at a type-2 singularity instead of integrating through it.
+        self.singularity_margin = float(singularity_margin) if getattr(robot, "is_closed_chain", False) else 0.0
+        if self.singularity_margin > 0.0:
+            _singularity_check(robot, self.singularity_margin, np.zeros(1), self.q[None], self.qd[None])
 
     @property
     def t(self) -> float:
@@ -186,6 +241,8 @@ class SimulatedPlant:
             self._ivp_step(applied, h)
         self.last_applied, self.last_wrench = applied, h
         self.tick += 1
+        if self.singularity_margin > 0.0:
+            _singularity_check(self.robot, self.singularity_margin, np.array([self.t]), self.q[None], self.qd[None])
 
     def _ivp_step(self, tau: np.ndarray, h: np.ndarray | None) -> None:
         from scipy.integrate import solve_ivp
@@ -401,8 +458,19 @@ class Harness:
         wrench = plant.wrench.rows(start, rows)
         law = controller.capsule()
         began = time.perf_counter()
-        plant.robot._simulate(law, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, compute, plant.period,
-                                       plant.integrator, plant.substeps, disturbance, wrench, True)
+        guarded = plant.singularity_margin > 0.0
+        if guarded:  # rows the C loop does not reach (it stops on a failed step) stay NaN
+            q[1:], qd[1:] = np.nan, np.nan
+        try:
+            plant.robot._simulate(law, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, compute, plant.period,
+                                  plant.integrator, plant.substeps, disturbance, wrench, True)
+        except ValueError:
+            if not guarded:
+                raise
+            _singularity_check(plant.robot, plant.singularity_margin, np.arange(rows) * self.period, q, qd)
+            raise
+        if guarded:
+            _singularity_check(plant.robot, plant.singularity_margin, np.arange(rows) * self.period, q, qd)
         wall = time.perf_counter() - began
         plant.q[:], plant.qd[:] = q[-1], qd[-1]
         plant.tick = start + ticks
@@ -503,13 +571,15 @@ class _timer_slack:
 
 def simulate(robot, controller=None, *, duration: float, rate: float = 1000.0, q0=None, qd0=None,
              integrator: str = "rk4", substeps: int = 1, disturbance=None, wrench=None, realtime: bool = False,
-             spin: float = 2e-4, rtol: float = 1e-9, atol: float = 1e-11) -> Trajectory:
+             spin: float = 2e-4, rtol: float = 1e-9, atol: float = 1e-11,
+             singularity_margin: float = SINGULARITY_MARGIN) -> Trajectory:
     """Simulate ``robot`` under ``controller`` (None: free motion) for ``duration`` seconds.
 
     ``controller`` is a built-in controller (robodyn.control) or any callable
     ``tau = f(t, q, qd)``. ``q0``/``qd0`` default to zero. ``spin``: see ``Harness.run``
     (capped at half a period). See the module docstring for integrators, disturbances and
-    real-time pacing.
+    real-time pacing. A closed chain's run raises SingularityError when its normalised type-2 measure
+    falls below ``singularity_margin`` (0 turns the check off).
     """
     if controller is None:
         controller = NoControl(robot)
@@ -518,5 +588,6 @@ def simulate(robot, controller=None, *, duration: float, rate: float = 1000.0, q
         raise ValueError(f"rate must be a positive, finite number of Hz, got {rate!r}")
     period = 1.0 / rate
     plant = SimulatedPlant(robot, period, q0, qd0, integrator=integrator, substeps=substeps,
-                           disturbance=disturbance, wrench=wrench, rtol=rtol, atol=atol)
+                           disturbance=disturbance, wrench=wrench, rtol=rtol, atol=atol,
+                           singularity_margin=singularity_margin)
     return Harness(plant, controller, rate).run(duration, realtime=realtime, spin=min(spin, 0.5 / rate))
