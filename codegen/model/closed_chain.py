@@ -378,10 +378,15 @@ def derive_closed_chain(description: RobotDescription, options, progress: Progre
     base = dict(tree=tree, actuated=closure.actuated, passive=closure.passive(t), constraint=sp.ImmutableMatrix(h),
                 constraint_jacobian=sp.ImmutableMatrix(H), constraint_bias=sp.ImmutableMatrix(constraint_bias),
                 assembly_mode=options.assembly_mode)
-    reduced_description = _reduced_description(description)
     if plane_sides is None:
-        raise _error(description, f"no closed-form geometry for this mechanism ({reason}); this version compiles "
-                     "closed chains that have one")
+        # No closed form: the module is the tree's, with the loop routines; robodyn.closed_chain simulates it
+        # with multipliers.
+        say(f"  no closed-form geometry ({reason}): the tree's model and the loop equations only")
+        closed = ClosedChainModel(**base, closed_form=None, reason=reason,
+                                  timings={"closed_chain_s": time.perf_counter() - started})
+        return dataclasses.replace(tree, description=description, closed_chain=closed, method="closed_chain_tree",
+                                   timings=dict(tree.timings, closed_chain_s=time.perf_counter() - started))
+    reduced_description = _reduced_description(description)
     say("  closed-form geometry of the planar dyad")
     closed_form = _closed_form(description, q, plane_sides, joint_frames, link_frames, x_tree)
     xi_values = closed_form.dgm[0] if options.assembly_mode == 1 else closed_form.dgm[1]

@@ -103,10 +103,13 @@ def _matrix(value) -> sp.ImmutableMatrix:
 
 
 def _route(model: SymbolicModel, lagrange: str, recursive: str) -> str:
-    if model.closed_chain is not None:
-        return ("projected from the virtual tree (" + (lagrange if model.closed_chain.tree.method == "lagrange"
-                                                       else recursive) + ") on the actuated coordinates with "
-                "G = [I; Jp]: M = G^T M_x G, C = G^T (M_x Gdot + C_x G), g = G^T g_x")
+    chain = model.closed_chain
+    if chain is not None:
+        tree = lagrange if chain.tree.method == "lagrange" else recursive
+        if chain.closed_form is None:
+            return f"{tree}, of the virtual tree (the loops: loop_residual, loop_jacobian, robodyn.closed_chain)"
+        return (f"projected from the virtual tree ({tree}) on the actuated coordinates with G = [I; Jp]: "
+                "M = G^T M_x G, C = G^T (M_x Gdot + C_x G), g = G^T g_x")
     return lagrange if model.method == "lagrange" else recursive
 
 
@@ -301,6 +304,8 @@ DEFINITIONS: dict[str, Callable[[SymbolicModel, BuildOptions], tuple[Value, str]
     "tree_mass_matrix": _tree_routine(lambda chain: ((chain.tree.M,), "M of the virtual tree")),
     "tree_nonlinear_effects": _tree_routine(lambda chain: ((chain.tree.nonlinear_effects(),),
                                                            "C qd + g + friction of the virtual tree")),
+    "tree_potential_energy": _tree_routine(lambda chain: ((chain.tree.potential_energy,),
+                                                          "sum of -m g^T c over the tree's links")),
     "loop_residual": _tree_routine(lambda chain: ((chain.constraint,), "loop-closure equations h(qt)")),
     "loop_jacobian": _tree_routine(lambda chain: ((chain.constraint_jacobian,), "H = dh/dqt")),
     "loop_bias": _tree_routine(lambda chain: ((chain.constraint_bias,), "Hdot qtd")),

@@ -195,6 +195,7 @@ class SimulatedPlant:
         # What the last write applied (a disturbance function is sampled once per tick).
         self.last_applied: np.ndarray | None = None
         self.last_wrench: np.ndarray | None = None
+        self.constrained = None  # set below for a closed chain without a reduced model
         # Per-write constants: write() runs at every tick of a Python loop.
         self._step = robot._step if self.compiled else None
         self._dt = self.period / self.substeps
@@ -203,8 +204,40 @@ class SimulatedPlant:
             raise ValueError(f"singularity_margin must be a number in [0, 1), got {singularity_margin!r}")
         # Closed chains: stop at a type-2 singularity instead of integrating through it.
         self.singularity_margin = float(singularity_margin) if getattr(robot, "is_closed_chain", False) else 0.0
-        if self.singularity_margin > 0.0:
+        # A closed chain without a reduced model: the multiplier model in its tree coordinates.
+        chain = robot.metadata.get("closed_chain") if isinstance(getattr(robot, "metadata", None), dict) else None
+        if isinstance(chain, dict) and not chain.get("closed_form", True):
+            self._start_constrained(robot)
+        elif self.singularity_margin > 0.0:
             _singularity_check(robot, self.singularity_margin, np.zeros(1), self.q[None], self.qd[None])
+
+    def _start_constrained(self, robot) -> None:
+        from .closed_chain import ConstrainedDynamics
+
+        if self.integrator != "rk4":
+            raise ValueError(f"{robot.name} has no closed-form reduced model: it is simulated with multipliers and "
+                             f"rk4 (got integrator {self.integrator!r})")
+        if self.wrench.present:
+            raise ValueError(f"{robot.name}: a tool wrench is not supported by the multiplier model yet")
+        self.constrained = ConstrainedDynamics(robot)
+        residual = float(np.max(np.abs(robot.loop_residual(self.q))))
+        if residual > 1e-9 * max(1.0, float(np.max(np.abs(self.q)))):
+            raise ValueError(f"q0 does not close the loops of {robot.name} (residual {residual:.3g}); give assembled "
+                             "tree positions, e.g. robodyn.closed_chain.ConstrainedDynamics(robot).assemble(qa, guess)")
+        q, qd = self.constrained.project(self.q, self.qd)
+        self.q[:], self.qd[:] = q, qd
+        self._step = None
+        self._check_constrained()
+
+    def _check_constrained(self) -> None:
+        if self.singularity_margin <= 0.0:
+            return
+        measure = self.constrained.singularity_measure(self.q)
+        if measure < self.singularity_margin:
+            raise SingularityError(
+                f"{self.robot.name}: the run reached a type-2 (parallel) singularity at t = {self.t:.6g} s: the "
+                f"passive joints' loop Jacobian has a relative smallest singular value of {measure:.3g} (the run "
+                f"stops below {self.singularity_margin:g})", self.t, measure, float("nan"))
 
     @property
     def t(self) -> float:
@@ -213,7 +246,7 @@ class SimulatedPlant:
 
     @property
     def compiled(self) -> bool:
-        return self.integrator in INTEGRATORS
+        return self.integrator in INTEGRATORS and self.constrained is None
 
     def read(self) -> tuple[np.ndarray, np.ndarray]:
         return self.q.copy(), self.qd.copy()
@@ -237,11 +270,18 @@ class SimulatedPlant:
         h = self.wrench.at(self.tick) if self.wrench.present else None
         if self._step is not None:
             self._step(self.q, self.qd, applied, h, self._dt, self.substeps, self.integrator)
+        elif self.constrained is not None:
+            q, qd = self.q, self.qd
+            for _ in range(self.substeps):
+                q, qd = self.constrained.step(q, qd, applied, self._dt)
+            self.q[:], self.qd[:] = q, qd
         else:
             self._ivp_step(applied, h)
         self.last_applied, self.last_wrench = applied, h
         self.tick += 1
-        if self.singularity_margin > 0.0:
+        if self.constrained is not None:
+            self._check_constrained()
+        elif self.singularity_margin > 0.0:
             _singularity_check(self.robot, self.singularity_margin, np.array([self.t]), self.q[None], self.qd[None])
 
     def _ivp_step(self, tau: np.ndarray, h: np.ndarray | None) -> None:
@@ -532,7 +572,10 @@ class Harness:
             applied[ticks] = plant.applied_torque(tau[ticks], plant.tick)
             if wrench is not None:
                 wrench[ticks] = plant.wrench.at(plant.tick)
-            qdd = plant.robot.forward_dynamics(q, qd, applied, wrench)
+            if plant.constrained is not None:
+                qdd = np.array([plant.constrained.forward_dynamics(*row)[0] for row in zip(q, qd, applied)])
+            else:
+                qdd = plant.robot.forward_dynamics(q, qd, applied, wrench)
         reference = getattr(controller, "reference", None)
         q_ref = qd_ref = qdd_ref = None
         if isinstance(reference, Reference):
