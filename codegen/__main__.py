@@ -119,7 +119,13 @@ def _run(args, options: BuildOptions) -> int:
         print(f"self-check {status}" + (" (built with --no-selfcheck)" if status == "skipped" else ":"))
         for check in checks:
             mark = "ok " if check["passed"] else "BAD"
+            if check.get("note"):  # a figure reported, not judged
+                print(f"  --  {check['name']:<40} {check['note']}")
+                continue
             print(f"  {mark} {check['name']:<40} error {check['error']:.2e}  (tolerance {check['tolerance']:.0e})")
+        chain = built.manifest.get("metadata", {}).get("closed_chain")
+        if isinstance(chain, dict):
+            _print_closed_chain(chain)
         counts = built.manifest.get("operation_counts", {})
         if counts:
             print("operation counts after CSE: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
@@ -130,6 +136,22 @@ def _run(args, options: BuildOptions) -> int:
         print(f"  robot = robodyn.load({args.description!r}{extra})")
         print(f"or: python -m robodyn simulate {' '.join([args.description] + options.flags())}")
     return 0
+
+
+def _print_closed_chain(chain: dict) -> None:
+    """The build report of a closed chain: its coordinates, modes and singularity loci."""
+    print(f"closed chain: {len(chain['actuated'])} actuated of {len(chain['tree_joint_names'])} joints, "
+          f"{chain['constraints']} loop equations")
+    if not chain["closed_form"]:
+        print(f"  no closed-form geometry ({chain['reason']}): simulated with multipliers "
+              "(robodyn.closed_chain.ConstrainedDynamics)")
+        return
+    print(f"  assembly mode {chain['assembly_mode']:+d} compiled ({chain['assembly_meaning']})")
+    for meaning in chain["working_meaning"]:
+        print(f"  working modes: {meaning}")
+    print("  singularity loci:")
+    for line in chain["loci"]:
+        print(f"    {line}")
 
 
 def _option_keywords(options: BuildOptions) -> dict:

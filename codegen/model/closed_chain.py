@@ -332,7 +332,7 @@ def _loci(description, branches, det_a, det_b, xi, q, plane) -> tuple[str, ...]:
         L2 = b1.length_squared
         lines.append(f"in the actuated coordinates: type 2 where |{sp.sstr(difference)}| = "
                      f"{sp.sstr(sp.sqrt(sp.expand(4 * L2 - width**2)))}; type 1 where |{sp.sstr(difference)}| = "
-                     f"{sp.sstr(sp.sqrt(sp.expand(2 * sp.sqrt(L2) * width - width**2)))} (on the workspace boundary)")
+                     f"{sp.sstr(sp.sqrt(sp.expand(2 * sp.sqrt(L2) * width - width**2)))} (one leg normal to the rails)")
     return tuple(lines)
 
 
