@@ -55,6 +55,25 @@ class Robot(RobotCore):
     @property
     def known_zero_base_parameters(self) -> tuple[str, ...]: ...
     def base_parameters(self) -> np.ndarray: ...
+    @property
+    def is_closed_chain(self) -> bool: ...
+    @property
+    def assembly_mode(self) -> int: ...
+    @property
+    def modes(self) -> dict[str, Any]: ...
+    @property
+    def passive_joint_names(self) -> tuple[str, ...]: ...
+    @property
+    def tree_joint_names(self) -> tuple[str, ...]: ...
+    @property
+    def task_coordinates(self) -> tuple[str, ...]: ...
+    @property
+    def singularity_loci(self) -> tuple[str, ...]: ...
+    def dgm(self, q: ArrayLike, mode: int | None = None) -> np.ndarray: ...
+    def igm(self, x: ArrayLike, mode: tuple[int, ...] | None = None) -> np.ndarray: ...
+    def passive_positions(self, q: ArrayLike, mode: int | None = None) -> np.ndarray: ...
+    def tree_positions(self, q: ArrayLike, mode: int | None = None) -> np.ndarray: ...
+    def tree_velocities(self, q: ArrayLike, qd: ArrayLike) -> np.ndarray: ...
     # BEGIN ROUTINES: generated from the table by robodyn.routines.write_stub(); do not edit.
     def M(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
         """Joint-space inertia matrix M(q)."""
@@ -88,6 +107,38 @@ class Robot(RobotCore):
         """Dynamic parameters pi (the regressor's columns), from the current parameter values."""
     def base_parameter_matrix(self, out: np.ndarray | None = None) -> np.ndarray:
         """Base-parameter map K at the current parameter values (geometric parameters enter it)."""
+    def dgm_modes(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Direct geometric model in closed form for every assembly mode (closed chains; see dgm)."""
+    def igm_modes(self, x: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Inverse geometric model in closed form for every working mode (closed chains; see igm)."""
+    def passive_modes(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Passive joints' positions for every assembly mode (closed chains; see passive_positions)."""
+    def loop_matrices(self, q: ArrayLike, out: tuple[np.ndarray, ...] | None = None) -> tuple[np.ndarray, ...]:
+        """First-order loop kinematics A xdot + B qdot = 0 of the loop equations h(x, q) = 0 in the task coordinates, at the build's assembly mode."""
+    def task_jacobian(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """End-effector Jacobian of a closed chain in its task coordinates."""
+    def task_jacobian_derivative(self, q: ArrayLike, qd: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Time derivative of the end-effector Jacobian."""
+    def task_bias(self, q: ArrayLike, qd: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Second-order term of the end-effector kinematics."""
+    def passive_jacobian(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Jacobian of the passive joints' positions with respect to the actuated coordinates."""
+    def passive_jacobian_derivative(self, q: ArrayLike, qd: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Time derivative of the passive-joint Jacobian."""
+    def singularity_measures(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Singularity measures of a closed chain: zero on a type-2 (det A) or type-1 (det B) singularity; the normalised ones are products of sines of the angles that vanish there."""
+    def tree_M(self, qt: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Mass matrix of the virtual tree (every joint, the loops cut): the multiplier model's."""
+    def tree_nonlinear_effects(self, qt: ArrayLike, qtd: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Bias forces of the virtual tree."""
+    def tree_potential_energy(self, qt: ArrayLike, out: np.ndarray | None = None) -> np.ndarray | float:
+        """Potential energy of the virtual tree (the mechanism's when the loops are closed)."""
+    def loop_residual(self, qt: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Loop-closure equations of a closed chain in the tree's coordinates."""
+    def loop_jacobian(self, qt: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Jacobian of the loop-closure equations."""
+    def loop_bias(self, qt: ArrayLike, qtd: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Second-order term of the loop-closure equations: H qtdd + Hdot qtd = 0 on the constraint."""
     # END ROUTINES
 
 def install(cls: type, table: Any) -> None: ...
