@@ -2,6 +2,7 @@
 
     python -m robodyn demo ROBOT.yaml
     python -m robodyn simulate ROBOT.yaml --controller computed-torque --duration 5 --rate 1000 --json out.json
+    python -m robodyn simulate robots/biglide.yaml --plot biglide.png   # a closed chain: its platform's circle
     python -m robodyn excite ROBOT.yaml --duration 20 --harmonics 5 --out trajectory.csv
 
 Every subcommand takes the same model, cache and output options (--quiet, --debug) as
@@ -163,6 +164,7 @@ def simulate_command(args) -> int:
 
     from .control import BUILTIN, NoControl
     from .options import parse_assignments
+    from .task_space import closed_form
 
     json_path = _check_output(args.json, "--json")
     plot_path = _check_output(args.plot, "--plot")
@@ -174,21 +176,43 @@ def simulate_command(args) -> int:
         model.params[name] = value
     q0 = _vector_option(args.q0, robot.n, "--q0")
     q0 = start_position(robot) if q0 is None else q0
+    platform = closed_form(robot)  # a closed chain with dgm and igm: the platform is reported and plotted
+    reference_name = args.reference or ("circle" if platform and args.controller == "computed-torque" else "quintic")
+    if reference_name == "circle" and args.controller != "none" and not platform:
+        print(f"error: --reference circle: {robot.name} is not a closed chain with a closed-form geometry (the "
+              "platform's circle needs its direct and inverse geometric models)", file=sys.stderr)
+        return 2
+    path_reference = None  # the platform's path, when one is tracked
     if args.controller == "none":
         controller = NoControl(model)
+    elif reference_name == "circle":
+        from .task_space import TaskComputedTorque, platform_circle
+
+        path_reference = platform_circle(model, q0, radius=args.radius, duration=CIRCLE_SHARE * args.duration)
+        controller = TaskComputedTorque(model, path_reference, friction=args.friction,
+                                        **({} if args.omega is None else {"omega": args.omega}))
     else:
-        reference = default_motion(robot, args.reference, args.duration, q0)
         options = {} if args.omega is None else {"omega": args.omega}
         if args.controller in ("computed-torque", "slotine-li"):
             options["friction"] = args.friction
-        controller = BUILTIN[args.controller](model, reference, **options)
-    trajectory = robodyn.simulate(robot, controller, duration=args.duration, rate=args.rate, q0=q0,
-                                  integrator=args.integrator, substeps=args.substeps, realtime=args.realtime,
-                                  spin=max(args.spin_us, 0.0) * 1e-6)
+        controller = BUILTIN[args.controller](model, default_motion(robot, reference_name, args.duration, q0),
+                                              **options)
+    from .simulation import SingularityError
+
+    try:
+        trajectory = robodyn.simulate(robot, controller, duration=args.duration, rate=args.rate, q0=q0,
+                                      integrator=args.integrator, substeps=args.substeps, realtime=args.realtime,
+                                      spin=max(args.spin_us, 0.0) * 1e-6)
+    except SingularityError as error:  # one line on the command line, with what to change
+        raise ValueError(_singularity_message(error)) from None
     summary = trajectory.summary(robot)
-    summary.update(controller=args.controller, reference=None if args.controller == "none" else args.reference,
+    summary.update(controller=args.controller, reference=None if args.controller == "none" else reference_name,
                    integrator=args.integrator, substeps=args.substeps, rate_hz=args.rate,
                    gains=_gains(controller))
+    x_ref = None
+    if platform:
+        x_ref = None if path_reference is None else path_reference.path.evaluate(trajectory.t)[0]
+        summary.update(_platform_summary(robot, model, trajectory, x_ref, path_reference))
     if not args.quiet:
         _print_summary(summary)
     if json_path:
@@ -197,13 +221,52 @@ def simulate_command(args) -> int:
         _write_output(lambda: _write_atomically(Path(json_path), json.dumps(summary, indent=2) + "\n"),
                       "--json", args.json)
     if plot_path:
-        from .plotting import plot_trajectory
+        from .plotting import plot_platform, plot_trajectory
 
-        _write_output(lambda: plot_trajectory(trajectory, plot_path, title=f"{robot.name}: {args.controller}, "
-                                              f"{args.integrator} at {args.rate:g} Hz"), "--plot", args.plot)
+        title = f"{robot.name}: {args.controller}, {args.integrator} at {args.rate:g} Hz"
+        if platform:
+            _write_output(lambda: plot_platform(trajectory, plot_path, x_ref=x_ref, title=title, model=model),
+                          "--plot", args.plot)
+        else:
+            _write_output(lambda: plot_trajectory(trajectory, plot_path, title=title), "--plot", args.plot)
         if not args.quiet:
             print(f"plot written to {args.plot}")
     return 0
+
+
+#: simulate --reference circle: the platform goes round during this share of --duration, then rests.
+CIRCLE_SHARE = 0.8
+
+
+def _singularity_message(error) -> str:
+    """A SingularityError's message for the command line: one line, without the Python API's pointers."""
+    message = " ".join(str(error).replace(" The samples before it are in this error's t, q, qd.", "").split())
+    return f"{message.rstrip('.')}; start elsewhere (--q0) or choose another motion (--reference, --radius)"
+
+
+def _platform_summary(robot, model, trajectory, x_ref, reference) -> dict:
+    """A closed chain's extra figures: the platform's tracking error in task space (against the path, or
+    against the model's dgm of the joint reference) and the smallest normalised singularity measures."""
+    from .task_space import platform_positions, platform_tracking
+
+    if x_ref is None and trajectory.q_ref is not None:
+        x_ref = platform_positions(model, trajectory.q_ref)
+    error = None if x_ref is None else platform_tracking(robot, trajectory.q, x_ref)
+    measured = error is not None and bool(np.all(np.isfinite(error)))
+    measures = np.abs(robot.singularity_measures(np.ascontiguousarray(trajectory.q)))
+    summary = {
+        "task_coordinates": list(robot.task_coordinates),
+        "platform_tracking_error_max": float(np.max(error)) if measured else None,
+        "platform_tracking_error_rms": float(np.sqrt(np.mean(error**2))) if measured else None,
+        "singularity_type2_min": float(np.min(measures[:, 2])),
+        "singularity_type1_min": float(np.min(measures[:, 3])),
+    }
+    if reference is not None:
+        path = reference.path
+        summary["path"] = {"kind": "circle", "centre": path.centre.tolist(), "radius": path.radius,
+                           "start": path.evaluate(path.start)[0].tolist(), "duration_s": path.duration,
+                           "working_mode": list(reference.mode)}
+    return summary
 
 
 def _write_output(write, option: str, path: str) -> None:
@@ -235,6 +298,8 @@ def _gains(controller) -> dict:
 
 
 def _print_summary(summary: dict) -> None:
+    from .task_space import format_point
+
     loop = summary["loop"]
 
     def us(value):
@@ -244,6 +309,17 @@ def _print_summary(summary: dict) -> None:
           f"controller {summary['controller']}, {summary['integrator']} x{summary['substeps']}")
     if summary["tracking_error_max"] is not None:
         print(f"tracking error: max {summary['tracking_error_max']:.3e}, rms {summary['tracking_error_rms']:.3e}")
+    if "path" in summary:
+        path = summary["path"]
+        print(f"platform path: a circle of radius {path['radius']:g} m through "
+              f"({format_point(summary['task_coordinates'], path['start'])}) "
+              f"in {path['duration_s']:g} s, working mode {tuple(path['working_mode'])}")
+    if summary.get("platform_tracking_error_max") is not None:
+        print(f"platform tracking error ({', '.join(summary['task_coordinates'])}): "
+              f"max {summary['platform_tracking_error_max']:.3e} m, rms {summary['platform_tracking_error_rms']:.3e} m")
+    if "singularity_type2_min" in summary:
+        print(f"smallest normalised singularity measures: type 2 (det A) {summary['singularity_type2_min']:.3g}, "
+              f"type 1 (det B) {summary['singularity_type1_min']:.3g}")
     if summary["controller"] == "none":  # under control the controller's work changes the energy
         print(f"relative energy drift: {summary['energy_drift_rel']:.3e}")
     print(f"loop: wall {loop['wall_time_s']:.3f} s for {loop['ticks']} ticks "
@@ -345,6 +421,7 @@ EPILOG = """examples:
   python -m robodyn demo robots/rr.yaml
   python -m robodyn simulate robots/rrr.yaml --controller slotine-li --duration 5 --json run.json --plot run.png
   python -m robodyn simulate panda.urdf --lock panda_finger_joint1=0 --lock panda_finger_joint2=0
+  python -m robodyn simulate robots/fivebar.yaml --radius 0.04 --plot fivebar.png   # the platform round a circle
   python -m robodyn excite robots/rr.yaml --duration 20 --harmonics 5 --out trajectory.csv
   python -m robodyn measure robots/rr.yaml trajectory.csv --set m2=60 --set D=30 --out data.csv
   python -m robodyn identify robots/rr.yaml data.csv --out rr.identified.yaml
@@ -381,8 +458,15 @@ def main(argv: list[str] | None = None) -> int:
                      help="control law (default computed-torque; none: free motion)")
     sim.add_argument("--duration", type=float, default=5.0, help="simulated seconds (default 5)")
     sim.add_argument("--rate", type=float, default=1000.0, help="control rate in Hz (default 1000)")
-    sim.add_argument("--reference", choices=["hold", "step", "sine", "quintic"], default="quintic",
-                     help="desired motion (default quintic: a smooth move of every joint)")
+    sim.add_argument("--reference", choices=["hold", "step", "sine", "quintic", "circle"],
+                     help="desired motion (default: circle for a closed chain under computed torque, quintic "
+                          "otherwise); quintic: a smooth move of every joint; circle (closed chains): one turn of "
+                          "the platform round a circle of --radius through its starting point during "
+                          f"{CIRCLE_SHARE * 100:g} %% of the run, at rest at both ends, tracked by computed torque "
+                          "(evaluated in Python)")
+    sim.add_argument("--radius", type=float, default=0.03,
+                     help="radius of --reference circle in m (default 0.03); the path is checked to stay in the "
+                          "workspace, the joint limits and away from singularities before the run")
     sim.add_argument("--realtime", action="store_true", help="pace the loop to the wall clock")
     sim.add_argument("--spin-us", type=float, default=200.0,
                      help="real time: busy-wait this long before each deadline instead of sleeping (default 200)")
@@ -398,7 +482,10 @@ def main(argv: list[str] | None = None) -> int:
                      help="set a parameter of the simulated robot (repeatable)")
     sim.add_argument("--model-set", action="append", default=[], metavar="NAME=VALUE",
                      help="set a parameter of the controller's model only: a deliberately wrong model")
-    sim.add_argument("--plot", metavar="FILE.png", help="save q, qd, qdd, tau and tracking error (needs matplotlib)")
+    sim.add_argument("--plot", metavar="FILE.png", help="save q, qd, qdd, tau and tracking error; for a closed chain "
+                                                        "the platform's path in the plane (reference and actual), "
+                                                        "its tracking error, the singularity measures and tau "
+                                                        "(needs matplotlib)")
     sim.add_argument("--json", metavar="FILE.json", help="write the summary as JSON")
     add_arguments(sim)
     _excite_parser(commands)
@@ -422,6 +509,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--spin-us must be at least 0 and finite")
         if args.omega is not None and not 0 < args.omega < 1e9:
             parser.error("--omega must be positive and finite")
+        if not 0 < args.radius <= 1e3:
+            parser.error("--radius must be positive and finite (at most 1000 m)")
+        if args.reference == "circle" and args.controller not in ("computed-torque", "none"):
+            parser.error("--reference circle is tracked by --controller computed-torque only")
     if args.command == "excite":
         _check_excite_arguments(parser, args)
     identification.check_arguments(parser, args)

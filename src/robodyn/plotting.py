@@ -1,4 +1,4 @@
-"""Figures of simulated runs: ``plot_trajectory`` and ``plot_comparison``.
+"""Figures of simulated runs: ``plot_trajectory``, ``plot_comparison`` and, for closed chains, ``plot_platform``.
 
 matplotlib is optional (``pip install "robodyn[plot]"``) and imported only when a
 figure is drawn. Figures are drawn on matplotlib's Agg canvas directly, never
@@ -14,7 +14,7 @@ import os
 import uuid
 from pathlib import Path
 
-__all__ = ["QUANTITIES", "plot_comparison", "plot_trajectory"]
+__all__ = ["QUANTITIES", "plot_comparison", "plot_platform", "plot_trajectory"]
 
 # quantity -> (panel label, unit of a revolute joint, unit of a prismatic joint)
 QUANTITIES = {
@@ -91,7 +91,78 @@ def plot_comparison(trajectories: dict, path, quantity: str = "q", title: str | 
     return _save(figure, path)
 
 
-def _new_figure(panels: int):
+def plot_platform(trajectory, path, x_ref=None, title: str | None = None, model=None) -> Path:
+    """A closed chain's run: on the left its platform point in the plane of the first two task coordinates
+    (``x_ref`` dashed, the run solid, the start marked, equal scales); on the right, over a shared time
+    axis, the platform's tracking error |x_r − x| (with a reference), the normalised singularity measures
+    |det A| (type 2) and |det B| (type 1) with the margin at which a run stops, and the torques τ.
+
+    The platform and the measures come from the trajectory's plant (``trajectory.robot``, a closed chain
+    with a closed-form geometry). ``x_ref`` (len(t), e): the planned platform path; default the direct
+    geometric model of the joint reference q_r, with ``model`` (the controller's; default the plant).
+    Writes ``path`` (format from its suffix, PNG by default) and returns it as a Path."""
+    import numpy as np
+
+    from .simulation import SINGULARITY_MARGIN
+    from .task_space import platform_positions
+
+    robot = getattr(trajectory, "robot", None)
+    if not getattr(robot, "is_closed_chain", False) or not callable(getattr(robot, "dgm_modes", None)):
+        raise ValueError("plot_platform needs the run of a closed chain with a closed-form geometry (its "
+                         "trajectory.robot)")
+    model = model or robot
+    x = platform_positions(robot, trajectory.q)
+    if x_ref is None and trajectory.q_ref is not None:
+        x_ref = platform_positions(model, trajectory.q_ref)
+    if x_ref is not None:
+        x_ref = np.asarray(x_ref, dtype=float)
+        if x_ref.shape != x.shape:
+            raise ValueError(f"x_ref: expected shape {x.shape} (one row per sample), got {x_ref.shape}")
+    measures = np.abs(robot.singularity_measures(np.ascontiguousarray(trajectory.q)))
+    names = list(robot.task_coordinates)
+    t = trajectory.t
+    right = ["error", "measures", "tau"] if x_ref is not None else ["measures", "tau"]
+    figure = _new_figure(len(right), width=_FIGURE_WIDTH * 1.35)
+    grid = figure.add_gridspec(len(right), 2, width_ratios=(1.0, 1.25))
+    plane = figure.add_subplot(grid[:, 0])
+    plane.plot(x[:, 0], x[:, 1], color="C0", lw=1.6, label="platform")
+    if x_ref is not None:  # on top: tracked closely, the run would hide it
+        plane.plot(x_ref[:, 0], x_ref[:, 1], color="0.1", lw=0.9, ls="--", label="reference")
+    plane.plot(x[:1, 0], x[:1, 1], "o", color="C3", ms=5, label="start")
+    plane.set_aspect("equal", adjustable="datalim")
+    plane.set_xlabel(f"{names[0]} [m]")
+    plane.set_ylabel(f"{names[1]} [m]")
+    plane.legend(loc="best", fontsize=8)
+    plane.grid(True, alpha=0.3)
+    axes = []
+    for row, panel in enumerate(right):
+        ax = figure.add_subplot(grid[row, 1], sharex=axes[0] if axes else None)
+        axes.append(ax)
+        if panel == "error":
+            ax.plot(t, np.linalg.norm(x_ref - x, axis=1), color="C0", lw=1.2)
+            ax.set_ylabel("platform error\n|x_r − x| [m]", fontsize=9)
+        elif panel == "measures":
+            ax.plot(t, measures[:, 2], color="C0", lw=1.2, label="type 2: |det A| normalised")
+            ax.plot(t, measures[:, 3], color="C1", lw=1.2, label="type 1: |det B| normalised")
+            ax.axhline(SINGULARITY_MARGIN, color="C3", lw=1.0, ls=":", label="the run stops below")
+            ax.set_ylim(0.0, max(1.05 * float(np.nanmax(measures[:, 2:4], initial=0.0)), 0.1))
+            ax.set_ylabel("singularity\nmeasures", fontsize=9)
+            ax.legend(loc="lower right", fontsize=8)
+        else:
+            joint_names = _joint_names(None, robot, trajectory.tau.shape[1])
+            for j, name in enumerate(joint_names):
+                ax.plot(t, trajectory.tau[:, j], color=f"C{j}", lw=1.2, label=name)
+            ax.set_ylabel(_axis_label("tau", robot), fontsize=9)
+            ax.legend(loc="upper right", fontsize=8, ncol=min(len(joint_names), 4))
+        ax.grid(True, alpha=0.3)
+    for ax in axes[:-1]:
+        ax.tick_params(labelbottom=False)
+    axes[-1].set_xlabel("time [s]")
+    figure.suptitle(title or f"{robot.name}: platform")
+    return _save(figure, path)
+
+
+def _new_figure(panels: int, width: float = _FIGURE_WIDTH):
     """An Agg-backed Figure; the only place matplotlib is imported."""
     try:
         import matplotlib.backends.backend_agg
@@ -99,7 +170,7 @@ def _new_figure(panels: int):
     except ImportError as error:
         raise ImportError('robodyn.plotting needs matplotlib: pip install "robodyn[plot]" '
                           "(or pip install matplotlib)") from error
-    figure = matplotlib.figure.Figure(figsize=(_FIGURE_WIDTH, 1.0 + _PANEL_HEIGHT * panels), layout="constrained")
+    figure = matplotlib.figure.Figure(figsize=(width, 1.0 + _PANEL_HEIGHT * panels), layout="constrained")
     matplotlib.backends.backend_agg.FigureCanvasAgg(figure)
     return figure
 
