@@ -108,6 +108,7 @@ class ClosedChain:
     loops: tuple[LoopClosure, ...]
     actuated: tuple[int, ...]  # indices in RobotDescription.joints, in the order the user gave them
     line: int  # where 'loops' starts, for later messages
+    actuated_line: int = 0  # where 'actuated' starts
 
     def passive(self, count: int) -> tuple[int, ...]:
         return tuple(i for i in range(count) if i not in self.actuated)

@@ -564,7 +564,7 @@ def _parse_closure(root: _Node, names: dict[str, int], link_names: dict[str, int
         actuated.append(names[name])
     if not actuated:
         raise actuated_node.error("give at least one actuated joint")
-    return ClosedChain(tuple(loops), tuple(actuated), loops_node.line)
+    return ClosedChain(tuple(loops), tuple(actuated), loops_node.line, actuated_node.line)
 
 
 def _check_planar_inertias(items: list[_Node], joints: tuple[Joint, ...], base: sp.Matrix) -> None:

@@ -340,7 +340,7 @@ def _mobility_error(description: RobotDescription, rank: int) -> DescriptionErro
     t, n = len(description.joints), len(description.closure.actuated)
     return _error(description, f"the mechanism has {t} joints and {rank} independent loop equations, so {t - rank} "
                   f"degree(s) of freedom, but {n} actuated joint(s); list exactly {t - rank} under 'actuated'",
-                  "actuated")
+                  "actuated", description.closure.actuated_line or None)
 
 
 def derive_closed_chain(description: RobotDescription, options, progress: Progress | None = None) -> SymbolicModel:
@@ -360,12 +360,19 @@ def derive_closed_chain(description: RobotDescription, options, progress: Progre
     tree = derive_model(tree_description, options, progress=progress, regressor=False)
     x_tree = tree.q
     h = loop_equations(description, x_tree)
+    for row in h:
+        if not row.free_symbols & set(x_tree):
+            raise _error(description, f"the loop can never close: its condition {sp.sstr(row)} = 0 does not depend on "
+                         "the joints (check the loop's points and the joints' placements)")
+    if h.rows == 0:
+        raise _error(description, "the loop closure adds no condition: its two points and axes coincide in every "
+                     "configuration (it joins a link to itself through fixed transforms)")
     H = h.jacobian(x_tree).applyfunc(sp.expand)
-    rank = _generic_rank(H, x_tree, description)
-    if rank != h.rows:
-        raise _error(description, f"the loop equations have {h.rows} rows of which only {rank} are independent; "
-                     "this version needs loops whose conditions are independent (planar loops: revolute cut joints "
-                     "with axes normal to the plane)")
+    rows = _independent_rows(h, H, x_tree, description)
+    if len(rows) < h.rows:
+        say(f"  kept {len(rows)} independent loop equations of {h.rows}")
+        h, H = h.extract(rows, [0]), H.extract(rows, list(range(H.cols)))
+    rank = len(rows)
     if t - rank != len(closure.actuated):
         raise _mobility_error(description, rank)
     Hdot_xd = (H * sp.Matrix(tree.qd)).jacobian(x_tree) * sp.Matrix(tree.qd)
@@ -492,15 +499,33 @@ def _reduced_description(description: RobotDescription) -> RobotDescription:
     return dataclasses.replace(description, joints=joints, bodies=(), tool_link=-1)
 
 
-def _generic_rank(H: sp.Matrix, x, description: RobotDescription) -> int:
-    """The rank of the loop Jacobian at a few pseudo-random configurations (the generic rank)."""
+def _independent_rows(h: sp.Matrix, H: sp.Matrix, x, description: RobotDescription) -> list[int]:
+    """Rows of h(x) = 0 that are independent where the loops close: pivoted QR of Hᵀ at configurations that
+    assemble (found by Levenberg-Marquardt from pseudo-random starts, at the default parameters)."""
     import numpy as np
+    from scipy.linalg import qr
+    from scipy.optimize import least_squares
 
-    rng = np.random.default_rng(0)
     defaults = {p.symbol: p.default for p in description.parameters}
-    numeric = sp.lambdify(list(x), H.xreplace(defaults), "numpy")
-    best = 0
-    for _ in range(3):
-        values = np.asarray(numeric(*rng.uniform(-1.0, 1.0, len(x))), dtype=float).reshape(H.shape)
-        best = max(best, int(np.linalg.matrix_rank(values, tol=1e-9 * max(1.0, float(np.max(np.abs(values)))))))
-    return best
+    residual = sp.lambdify([list(x)], list(h.xreplace(defaults)), "numpy")
+    jacobian = sp.lambdify([list(x)], H.xreplace(defaults), "numpy")
+    rng = np.random.default_rng(0)
+    chosen: list[int] | None = None
+    for _ in range(12):
+        fit = least_squares(lambda v: np.asarray(residual(v), dtype=float),
+                            rng.uniform(-np.pi, np.pi, len(x)),
+                            jac=lambda v: np.asarray(jacobian(v), dtype=float).reshape(H.shape),
+                            method="trf", xtol=1e-15, ftol=1e-15, gtol=1e-15)
+        if not np.all(np.isfinite(fit.fun)) or np.max(np.abs(fit.fun)) > 1e-10:
+            continue
+        values = np.asarray(jacobian(fit.x), dtype=float).reshape(H.shape)
+        _, r, pivots = qr(values.T, pivoting=True)
+        diagonal = np.abs(np.diag(r))
+        rank = int(np.sum(diagonal > 1e-9 * max(1.0, float(diagonal[0]) if diagonal.size else 1.0)))
+        rows = sorted(int(k) for k in pivots[:rank])
+        if chosen is None or len(rows) > len(chosen):
+            chosen = rows
+    if chosen is None:
+        raise _error(description, "the loops cannot be closed: no configuration was found where the loop equations "
+                     "hold (check the lengths: the two branches must be able to meet)")
+    return chosen
