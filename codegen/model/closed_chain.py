@@ -14,7 +14,8 @@ their cut joints) plus loop closures (``description.closure``). This module
    from P on a line or a circle (working mode σ_i), each passive angle by atan2;
 4. projects the tree's dynamics on the actuated coordinates with G = ∂x/∂qa = [I; Jp]:
    M = Gᵀ M_x G, C = Gᵀ (M_x Ġ + C_x(x, G q̇a) G) (so Ṁ − 2C stays skew-symmetric), g = Gᵀ g_x,
-   friction Gᵀ f_x(G q̇a), Jp = −A_x⁻¹ B_x from h(x), J̇p = −A_x⁻¹ (Ȧ_x Jp + Ḃ_x).
+   friction: the actuated joints' own, plus the passive joints' Jpᵀ f_p(Jp q̇a) in the bias,
+   Jp = −A_x⁻¹ B_x from h(x), J̇p = −A_x⁻¹ (Ȧ_x Jp + Ḃ_x).
 
 The user-facing first-order kinematics are the notes' task-space form: with ξ the in-plane coordinates
 of P and h_i(ξ, qa) = |P − C_i(qa_i)|² − L_i² (one per branch, C_i the anchor of branch i),
@@ -451,7 +452,13 @@ def derive_closed_chain(description: RobotDescription, options, progress: Progre
     M = (G.T * M_x * G).applyfunc(sp.expand)
     C = (G.T * (M_x * G_dot + C_x * G)).applyfunc(sp.expand)
     g = (G.T * g_x).applyfunc(sp.expand)
-    friction = (G.T * friction_x).applyfunc(sp.expand)
+    # friction(qd) is the actuated joints' own (a function of qd alone, like a serial robot's); the passive
+    # joints' friction, Jpᵀ f_p(Jp q̇), depends on q too and goes into the bias (nonlinear_effects).
+    friction = sp.Matrix([friction_x[j].xreplace({xd[j]: qd[index[j]]}) for j in closure.actuated])
+    passive_friction = sp.zeros(n, 1)
+    for j in passive:
+        passive_friction += Jp[passive.index(j), :].T * friction_x[j]
+    bias = (C * sp.Matrix(qd) + g + friction + passive_friction).applyfunc(sp.expand)
     kinetic = sp.expand((sp.Matrix(qd).T * M * sp.Matrix(qd))[0, 0] / 2)
     potential = tree.potential_energy.xreplace(tree_map)
     tool_pose = sp.Matrix(tree.tool_pose).xreplace(tree_map)
@@ -488,7 +495,7 @@ def derive_closed_chain(description: RobotDescription, options, progress: Progre
         g=sp.ImmutableMatrix(g), friction=sp.ImmutableMatrix(friction), kinetic_energy=kinetic,
         potential_energy=potential, link_transforms=(), tool_pose=sp.ImmutableMatrix(tool_pose),
         tool_jacobian=sp.ImmutableMatrix(tool_jacobian), definitions=tuple(definitions), method="closed_chain",
-        closed_chain=closed, timings=timings)
+        bias=sp.ImmutableMatrix(bias), closed_chain=closed, timings=timings)
 
 
 def _reduced_description(description: RobotDescription) -> RobotDescription:
