@@ -94,10 +94,6 @@ def test_a_run_into_a_type2_singularity_is_one_line_with_its_time(built, cache_d
     assert not result.stdout.strip()  # no summary of a run that did not finish
 
 
-@pytest.mark.xfail(reason="robodyn.simulation: a compiled rk4 step that crosses the locus fails with "
-                          "FloatingPointError (mass matrix not positive definite), which the compiled loop's "
-                          "singularity check (except ValueError) and SimulatedPlant.write do not turn into a "
-                          "SingularityError", strict=False)
 def test_a_joint_motion_through_the_locus_is_reported_as_a_singularity(built, cache_dir):
     result = _simulate("biglide", "--reference", "quintic", "--q0", "0.25,-0.25", cache_dir=cache_dir)
     _one_line_error(result, EXIT_INPUT, "type-2 (parallel) singularity at t = 1.25")

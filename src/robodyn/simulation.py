@@ -58,6 +58,31 @@ class SingularityError(ValueError):
         self.t, self.q, self.qd = t, q, qd
 
 
+def _distance_to_locus(robot, q: np.ndarray, qd: np.ndarray) -> float:
+    """How far q may move along qd before det A changes sign or the mechanism no longer assembles (inf when
+    it does not within 10 times |q| + 1; nan when it does not move)."""
+    speed = float(np.linalg.norm(qd)) if np.all(np.isfinite(qd)) else 0.0
+    if speed == 0.0:
+        return float("nan")
+    direction = qd / speed
+    sign = np.sign(robot.singularity_measures(q)[0])
+
+    def crossed(s: float) -> bool:
+        point = q + s * direction
+        return (not np.all(np.isfinite(robot.dgm_modes(point))) or
+                np.sign(robot.singularity_measures(point)[0]) != sign)
+
+    low, high = 0.0, 1e-9 * (1.0 + float(np.max(np.abs(q))))
+    while not crossed(high):
+        low, high = high, 2.0 * high
+        if high > 10.0 * (1.0 + float(np.max(np.abs(q)))):
+            return float("inf")
+    for _ in range(60):
+        middle = 0.5 * (low + high)
+        low, high = (low, middle) if crossed(middle) else (middle, high)
+    return high
+
+
 def _singularity_check(robot, margin: float, t: np.ndarray, q: np.ndarray, qd: np.ndarray) -> None:
     """Raise SingularityError at the first sample whose normalised |det A| is below ``margin`` (or whose
     state is no longer finite: the mechanism came apart)."""
@@ -71,20 +96,21 @@ def _singularity_check(robot, margin: float, t: np.ndarray, q: np.ndarray, qd: n
         return
     k = int(np.argmax(bad))
     last = max(k - 1, 0)
-    value = float(measure[k]) if np.isfinite(measure[k]) else float(measure[last])
-    # Distance to the locus det A = 0 in the actuated coordinates, to first order: |det A| / |grad det A|.
-    q_at = q[k] if finite[k] and np.isfinite(measure[k]) else q[last]
-    step = 1e-7 * max(1.0, float(np.max(np.abs(q_at))))
-    grad = np.array([(robot.singularity_measures(q_at + step * e)[0] - robot.singularity_measures(q_at - step * e)[0])
-                     / (2 * step) for e in np.eye(q.shape[1])])
-    det_a = robot.singularity_measures(q_at)[0]
-    distance = abs(det_a) / max(float(np.linalg.norm(grad)), 1e-300)
-    what = ("crossed a type-2 (parallel) singularity: the mechanism can no longer be assembled in its mode"
-            if not assembled[k] else "reached a type-2 (parallel) singularity")
+    usable = assembled[k] and np.isfinite(measure[k])
+    value = float(measure[k]) if usable else float(measure[last])
+    # Distance to the locus along the direction of motion, in the actuated coordinates (bisection on where
+    # the mechanism stops assembling or det A changes sign), from the sample itself or, when it no longer
+    # assembles, from the last one before it.
+    q_at = q[k] if usable else q[last]
+    distance = _distance_to_locus(robot, q_at, qd[k] if usable else qd[last])
+    what = "crossed" if not assembled[k] else "reached"
+    beyond = " (beyond it the mechanism cannot be assembled in its mode)" if not assembled[k] else ""
     raise SingularityError(
-        f"{robot.name}: the run {what} at t = {t[k]:.6g} s: normalised det A = {value:.3g} (the sine of the angle "
-        f"between the distal links; the run stops below {margin:g}), about {distance:.3g} from the locus in the "
-        f"actuated coordinates (q = {np.array2string(q_at, precision=6)}); the dynamics are singular there. The "
+        f"{robot.name}: the run {what} a type-2 (parallel) singularity at t = {t[k]:.6g} s{beyond}: normalised "
+        f"det A = {value:.3g} (the sine of the angle "
+        f"between the distal links; the run stops below {margin:g}), {distance:.3g} from the locus along the "
+        f"direction of motion in the actuated coordinates (q = {np.array2string(q_at, precision=6)}); the dynamics "
+        "are singular there. The "
         "samples before it are in this error's t, q, qd.", float(t[k]), value, distance, t[:k], q[:k], qd[:k])
 
 
@@ -268,7 +294,17 @@ class SimulatedPlant:
         else:
             applied = self.applied_torque(tau, self.tick)
         h = self.wrench.at(self.tick) if self.wrench.present else None
-        if self._step is not None:
+        if self._step is not None and self.singularity_margin > 0.0:
+            before = self.q.copy(), self.qd.copy()
+            try:
+                self._step(self.q, self.qd, applied, h, self._dt, self.substeps, self.integrator)
+            except (ValueError, ArithmeticError):  # the step crossed a singularity: say where, from before it
+                times = np.array([self.t, self.t + self.period])
+                _singularity_check(self.robot, self.singularity_margin, times,
+                                   np.vstack([before[0], np.full(self.n, np.nan)]),
+                                   np.vstack([before[1], np.full(self.n, np.nan)]))
+                raise
+        elif self._step is not None:
             self._step(self.q, self.qd, applied, h, self._dt, self.substeps, self.integrator)
         elif self.constrained is not None:
             q, qd = self.q, self.qd
@@ -504,7 +540,7 @@ class Harness:
         try:
             plant.robot._simulate(law, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, compute, plant.period,
                                   plant.integrator, plant.substeps, disturbance, wrench, True)
-        except ValueError:
+        except (ValueError, ArithmeticError):  # a failed step: M not positive definite past the locus
             if not guarded:
                 raise
             _singularity_check(plant.robot, plant.singularity_margin, np.arange(rows) * self.period, q, qd)
@@ -532,9 +568,10 @@ class Harness:
         missed = 0
         clock = time.monotonic
         began = time.perf_counter()
-        with _timer_slack(realtime):
+        with _timer_slack(realtime), _keep_samples(q, qd, period) as tick:
             origin = clock() + period  # first deadline one period ahead: time to settle
             for k in range(rows):
+                tick[0] = k
                 if realtime:
                     deadline = origin + k * period
                     now = clock()
@@ -582,6 +619,23 @@ class Harness:
             q_ref, qd_ref, qdd_ref = reference.evaluate(t)
         robot = plant.robot.copy() if simulated else None
         return Trajectory(t, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, stats, robot)
+
+
+class _keep_samples:
+    """On a SingularityError from the plant, give it the samples recorded so far (ticks 0..k)."""
+
+    def __init__(self, q: np.ndarray, qd: np.ndarray, period: float):
+        self.q, self.qd, self.period, self.tick = q, qd, period, [0]
+
+    def __enter__(self):
+        return self.tick
+
+    def __exit__(self, kind, error, traceback):
+        if isinstance(error, SingularityError):
+            rows = self.tick[0] + 1  # tick k was read (and recorded) before its write failed
+            error.t = np.arange(rows) * self.period
+            error.q, error.qd = self.q[:rows].copy(), self.qd[:rows].copy()
+        return False
 
 
 class _timer_slack:
