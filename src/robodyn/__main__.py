@@ -101,12 +101,25 @@ def default_motion(robot, reference: str, duration: float, start: np.ndarray):
 
 
 def start_position(robot) -> np.ndarray:
-    """Zero, or the middle of a joint's limits when zero is outside them."""
+    """Zero, or the middle of a joint's limits when zero is outside them. A closed chain simulated in its tree
+    coordinates (no closed form) starts where the loops close: its actuated joints there, the passive ones
+    solved for from a few guesses."""
     q0 = np.zeros(robot.n)
     for i, limit in enumerate(robot.joint_limits):
         lower, upper = limit.get("lower"), limit.get("upper")
         if lower is not None and upper is not None and not lower <= 0.0 <= upper:
             q0[i] = 0.5 * (lower + upper)
+    if robot.is_closed_chain and not robot.metadata["closed_chain"]["closed_form"]:
+        from .closed_chain import ConstrainedDynamics
+
+        model = ConstrainedDynamics(robot)
+        for guess in np.linspace(-np.pi, np.pi, 9)[1:]:
+            try:
+                return model.assemble(q0[model.actuated], np.full(len(model.passive), guess))
+            except ValueError:
+                continue
+        raise ValueError(f"{robot.name}: the loops do not close with the actuated joints at "
+                         f"{q0[model.actuated].tolist()}; give a start that does with --q0 (every joint)")
     return q0
 
 
@@ -174,6 +187,14 @@ def simulate_command(args) -> int:
     model = robot.copy()
     for name, value in parse_assignments(args.model_set, "--model-set").items():
         model.params[name] = value
+    constrained = robot.is_closed_chain and not robot.metadata["closed_chain"]["closed_form"]
+    if args.controller is None:
+        args.controller = "none" if constrained else "computed-torque"
+    elif constrained and args.controller != "none":
+        print(f"error: --controller {args.controller}: {robot.name} is a closed chain without a closed-form model "
+              "(it is simulated with multipliers); the built-in controllers need one. Use --controller none, or "
+              "robodyn.simulate with a controller of your own", file=sys.stderr)
+        return 2
     q0 = _vector_option(args.q0, robot.n, "--q0")
     q0 = start_position(robot) if q0 is None else q0
     platform = closed_form(robot)  # a closed chain with dgm and igm: the platform is reported and plotted
@@ -454,8 +475,9 @@ def main(argv: list[str] | None = None) -> int:
                                      "--duration 5 --json run.json\n\n" + EXIT_STATUS_HELP,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     sim.add_argument("description", help="robot description (YAML or URDF), e.g. robots/rr.yaml")
-    sim.add_argument("--controller", choices=list(BUILTIN), default="computed-torque",
-                     help="control law (default computed-torque; none: free motion)")
+    sim.add_argument("--controller", choices=list(BUILTIN), default=None,
+                     help="control law (default computed-torque; none: free motion, the only choice for a closed "
+                          "chain without a closed-form model, such as robots/fourbar.yaml)")
     sim.add_argument("--duration", type=float, default=5.0, help="simulated seconds (default 5)")
     sim.add_argument("--rate", type=float, default=1000.0, help="control rate in Hz (default 1000)")
     sim.add_argument("--reference", choices=["hold", "step", "sine", "quintic", "circle"],

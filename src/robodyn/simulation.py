@@ -306,10 +306,11 @@ class SimulatedPlant:
                 raise
         elif self._step is not None:
             self._step(self.q, self.qd, applied, h, self._dt, self.substeps, self.integrator)
-        elif self.constrained is not None:
+        elif self.constrained is not None:  # torques on passive joints are ignored: no motor there
             q, qd = self.q, self.qd
+            actuated = applied[self.constrained.actuated]
             for _ in range(self.substeps):
-                q, qd = self.constrained.step(q, qd, applied, self._dt)
+                q, qd = self.constrained.step(q, qd, actuated, self._dt)
             self.q[:], self.qd[:] = q, qd
         else:
             self._ivp_step(applied, h)
@@ -610,7 +611,8 @@ class Harness:
             if wrench is not None:
                 wrench[ticks] = plant.wrench.at(plant.tick)
             if plant.constrained is not None:
-                qdd = np.array([plant.constrained.forward_dynamics(*row)[0] for row in zip(q, qd, applied)])
+                qdd = np.array([plant.constrained.forward_dynamics(a, b, c[plant.constrained.actuated])[0]
+                                for a, b, c in zip(q, qd, applied)])
             else:
                 qdd = plant.robot.forward_dynamics(q, qd, applied, wrench)
         reference = getattr(controller, "reference", None)
