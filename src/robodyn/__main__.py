@@ -533,7 +533,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--omega must be positive and finite")
         if not 0 < args.radius <= 1e3:
             parser.error("--radius must be positive and finite (at most 1000 m)")
-        if args.reference == "circle" and args.controller not in ("computed-torque", "none"):
+        if args.reference == "circle" and args.controller not in (None, "computed-torque", "none"):
             parser.error("--reference circle is tracked by --controller computed-torque only")
     if args.command == "excite":
         _check_excite_arguments(parser, args)

@@ -204,10 +204,14 @@ class Robot(RobotCore):
         """Whether the robot is a closed-chain mechanism (its coordinates are the actuated joints)."""
         return isinstance(self.metadata.get("closed_chain"), dict)
 
-    def _chain(self) -> dict:
+    def _chain(self, closed_form: bool = False) -> dict:
         info = self.metadata.get("closed_chain")
         if not isinstance(info, dict):
             raise AttributeError(f"robot {self.name!r} is not a closed chain")
+        if closed_form and not info["closed_form"]:
+            raise AttributeError(f"robot {self.name!r} has no closed-form geometry ({info['reason']}); solve it "
+                                 "numerically with robodyn.closed_chain.ConstrainedDynamics(robot).assemble(qa, guess) "
+                                 "or .follow(path)")
         return info
 
     @property
@@ -219,7 +223,7 @@ class Robot(RobotCore):
     def modes(self) -> dict:
         """The modes of the geometric models and what they mean: {"assembly": [+1, -1], "working": [(σ1, σ2),
         ...], "assembly_meaning": text, "working_meaning": [text per actuated joint]}."""
-        info = self._chain()
+        info = self._chain(closed_form=True)
         return {"assembly": list(info["assembly_modes"]), "working": [tuple(m) for m in info["working_modes"]],
                 "assembly_meaning": info["assembly_meaning"], "working_meaning": list(info["working_meaning"])}
 
@@ -236,12 +240,12 @@ class Robot(RobotCore):
     @property
     def task_coordinates(self) -> tuple[str, ...]:
         """Names of the end-effector coordinates dgm returns and igm takes (the platform point's, base frame)."""
-        return tuple(self._chain()["task_coordinates"])
+        return tuple(self._chain(closed_form=True)["task_coordinates"])
 
     @property
     def singularity_loci(self) -> tuple[str, ...]:
         """The type-1 and type-2 singularity loci, as the build derived them symbolically."""
-        return tuple(self._chain()["loci"])
+        return tuple(self._chain(closed_form=True)["loci"])
 
     def _mode_row(self, mode, modes: list, what: str) -> int:
         if mode is None:
@@ -264,7 +268,7 @@ class Robot(RobotCore):
         """Direct geometric model: the end-effector coordinates (``task_coordinates``) at actuated positions q,
         in assembly mode ``mode`` (+1 or -1; default: the mode the robot was built for). Shape (e,) or (N, e).
         ValueError where the mechanism cannot be assembled."""
-        info = self._chain()
+        info = self._chain(closed_form=True)
         mode = self.assembly_mode if mode is None else mode
         row = self._mode_row(mode, info["assembly_modes"], "assembly")
         return self._assembled(np.ascontiguousarray(self.dgm_modes(q)[..., row, :]), "the direct geometric model",
@@ -274,7 +278,7 @@ class Robot(RobotCore):
         """Inverse geometric model: actuated positions that put the end effector at x, in working mode ``mode``
         (a tuple of ±1, one per actuated joint; see ``modes``), shape (n,) or (N, n). Without ``mode``: every
         working mode, shape (wm, n) (rows in the order of ``modes["working"]``; NaN where out of reach)."""
-        info = self._chain()
+        info = self._chain(closed_form=True)
         values = self.igm_modes(x)
         if mode is None:
             if np.all(np.isnan(values)):
@@ -286,7 +290,7 @@ class Robot(RobotCore):
     def passive_positions(self, q, mode=None) -> np.ndarray:
         """Positions of the passive joints (``passive_joint_names``) at actuated positions q, in assembly mode
         ``mode`` (default: the robot's)."""
-        info = self._chain()
+        info = self._chain(closed_form=True)
         mode = self.assembly_mode if mode is None else mode
         row = self._mode_row(mode, info["assembly_modes"], "assembly")
         return self._assembled(np.ascontiguousarray(self.passive_modes(q)[..., row, :]), "the passive-joint model",
@@ -294,7 +298,7 @@ class Robot(RobotCore):
 
     def tree_positions(self, q, mode=None) -> np.ndarray:
         """Every joint of the virtual tree (``tree_joint_names`` order) at actuated positions q."""
-        info = self._chain()
+        info = self._chain(closed_form=True)
         q = np.asarray(q, dtype=float)
         out = np.empty(q.shape[:-1] + (len(info["tree_joint_names"]),))
         out[..., info["actuated"]] = q
@@ -303,7 +307,7 @@ class Robot(RobotCore):
 
     def tree_velocities(self, q, qd) -> np.ndarray:
         """Every joint's velocity in the virtual tree: actuated qd, passive Jp(q) qd (build's assembly mode)."""
-        info = self._chain()
+        info = self._chain(closed_form=True)
         qd = np.asarray(qd, dtype=float)
         out = np.empty(qd.shape[:-1] + (len(info["tree_joint_names"]),))
         out[..., info["actuated"]] = qd
