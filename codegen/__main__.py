@@ -46,6 +46,9 @@ def _print_model(path: str, options: BuildOptions) -> None:
     from . import derive
 
     model = derive(path, options)
+    if model.closed_chain is not None:
+        _print_closed_chain_model(model)
+        return
     if model.definitions:
         from .model.program import expand_program
 
@@ -68,6 +71,41 @@ def _print_model(path: str, options: BuildOptions) -> None:
     print("\npotential energy P(q) =")
     sp.pprint(model.potential_energy, wrap_line=False, use_unicode=True)
     print("\nkinetic energy = 1/2 qd^T M(q) qd")
+
+
+def _print_closed_chain_model(model) -> None:
+    """A closed chain's loop equations and closed-form geometry (its dynamics are a projection of the tree's:
+    printed expanded they would be unreadable)."""
+    import sympy as sp
+
+    chain = model.closed_chain
+    tree = chain.tree.description
+    print(f"Closed chain {model.description.name!r}: {len(tree.joints)} joints in the virtual tree "
+          f"({', '.join(j.name for j in tree.joints)}); coordinates "
+          f"{', '.join(f'q{k + 1} = {tree.joints[i].name}' for k, i in enumerate(chain.actuated))}")
+    by_name = {symbol: sp.Symbol(joint.name) for symbol, joint in zip(chain.tree.q, tree.joints)}
+    print("\nloop equations h = 0, in the tree's joint positions:")
+    for row in chain.constraint:
+        print(f"  {sp.sstr(row.xreplace(by_name))} = 0")
+    form = chain.closed_form
+    if form is None:
+        print(f"\nno closed-form geometry ({chain.reason}): simulated with multipliers (robodyn.closed_chain)")
+        return
+    axes = "xyz"
+    names = {form.xi[0]: sp.Symbol(axes[form.plane[1]]), form.xi[1]: sp.Symbol(axes[form.plane[2]])}
+    for mode, dgm in zip((1, -1), form.dgm):
+        print(f"\ndirect geometric model, assembly mode {mode:+d}:")
+        for symbol, value in zip(names.values(), dgm):
+            print(f"  {symbol} = {sp.sstr(value)}")
+    for modes, igm in zip(form.working_modes, form.igm):
+        print(f"\ninverse geometric model, working mode {modes}:")
+        for k, value in enumerate(igm):
+            print(f"  q{k + 1} = {sp.sstr(value.xreplace(names))}")
+    print("\nA = dh/dx =", sp.sstr(form.A.xreplace(names)))
+    print("B = dh/dq =", sp.sstr(form.B.xreplace(names)))
+    print("\n" + "\n".join(form.loci))
+    print("\ndynamics: M = G^T M_tree G, C = G^T (M_tree Gdot + C_tree G), g = G^T g_tree with G = [I; Jp], "
+          "Jp = -A_x^-1 B_x from the loop equations (docs/closed_chains.md)")
 
 
 def _expanded(model, expand_program):
