@@ -80,9 +80,11 @@ def _print_closed_chain_model(model) -> None:
 
     chain = model.closed_chain
     tree = chain.tree.description
+    actuated = [tree.joints[i].name for i in chain.actuated]
+    coordinates = (", ".join(f"q{k + 1} = {name}" for k, name in enumerate(actuated)) if chain.closed_form
+                   else f"every joint of the tree; actuated: {', '.join(actuated)}")
     print(f"Closed chain {model.description.name!r}: {len(tree.joints)} joints in the virtual tree "
-          f"({', '.join(j.name for j in tree.joints)}); coordinates "
-          f"{', '.join(f'q{k + 1} = {tree.joints[i].name}' for k, i in enumerate(chain.actuated))}")
+          f"({', '.join(j.name for j in tree.joints)}); coordinates {coordinates}")
     by_name = {symbol: sp.Symbol(joint.name) for symbol, joint in zip(chain.tree.q, tree.joints)}
     print("\nloop equations h = 0, in the tree's joint positions:")
     for row in chain.constraint:
