@@ -126,3 +126,49 @@ def _nearest_singularity(robot, description, seed: int, count: int = 2000) -> Ch
         f"{int(assembled.sum())} of {count} configurations within the joint limits assemble; the smallest "
         f"normalised |det A| (type 2) among them is {measures[:, 2].min():.3g}, |det B| (type 1) "
         f"{measures[:, 3].min():.3g}"))
+
+
+def constrained_certificate(robot, routines, seed: int = 0) -> list[Check]:
+    """A closed chain without a closed form: its multiplier model where the loops close (found by Newton from
+    random guesses within the joint limits): the KKT system solvable, the loop equations' velocity level,
+    and a 0.2 s free run (RK4 with projection, 1 kHz) keeping the loops closed and, without friction, its
+    energy."""
+    from robodyn.closed_chain import ConstrainedDynamics
+
+    model = ConstrainedDynamics(robot)
+    description = routines.model.description
+    rng = np.random.default_rng(seed)
+    qt = None
+    for q in _joint_samples(description, 64, rng):
+        try:
+            qt = model.assemble(q[model.actuated], q[model.passive])
+            break
+        except ValueError:
+            continue
+    if qt is None:
+        return [Check("assembles_within_the_limits", np.inf, 0.0)]
+    qtd = np.zeros_like(qt)
+    qtd[model.actuated] = rng.uniform(-0.5, 0.5, len(model.actuated))
+    qtd[model.passive] = model.passive_velocities(qt, qtd[model.actuated])
+    checks = [Check("loop_velocity", float(np.max(np.abs(robot.loop_jacobian(qt) @ qtd))) / max(
+        float(np.max(np.abs(qtd))), 1e-300), IDENTITY_TOLERANCE)]
+    try:
+        model.forward_dynamics(qt, qtd, np.zeros(len(model.actuated)))
+        solvable = 0.0
+    except (ValueError, np.linalg.LinAlgError):
+        solvable = np.inf
+    checks.append(Check("multiplier_model_solvable", solvable, 0.0))
+    if not np.isfinite(solvable):
+        return checks
+    energy0 = model.energy(qt, qtd)
+    q, v, residual, drift = qt, qtd, 0.0, 0.0
+    for _ in range(200):
+        q, v = model.step(q, v, np.zeros(len(model.actuated)), 1e-3)
+        residual = max(residual, float(np.max(np.abs(robot.loop_residual(q)))))
+        drift = max(drift, abs(model.energy(q, v) - energy0))
+    checks.append(Check("loop_residual_along_run", residual / max(1.0, float(np.max(np.abs(q)))), IDENTITY_TOLERANCE))
+    frictionless = all(joint.viscous == 0 and joint.coulomb == 0 for joint in routines.model.closed_chain.tree.description.joints)
+    if frictionless:
+        scale = max(abs(energy0), 0.5 * float(v @ robot.tree_M(q) @ v), 1e-300)
+        checks.append(Check("energy_along_run", drift / scale, DIFFERENCE_TOLERANCE))
+    return checks

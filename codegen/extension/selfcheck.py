@@ -207,10 +207,13 @@ def run_selfcheck(robot, routines: RoutineSet, samples: int = 20, seed: int = 0)
         tolerance = SYMBOLIC_TOLERANCE * max(1.0, condition) if np.isfinite(condition) else SYMBOLIC_TOLERANCE
         checks.append(Check(f"compiled_vs_symbolic_{routine.name}", error, tolerance))
     checks += _identities(robot, routines, values)
-    if routines.model.closed_chain is not None and routines.model.closed_chain.closed_form is not None:
-        from .certificate import closed_chain_certificate
+    if routines.model.closed_chain is not None:
+        from .certificate import closed_chain_certificate, constrained_certificate
 
-        checks += closed_chain_certificate(robot, routines, values, seed)
+        if routines.model.closed_chain.closed_form is not None:
+            checks += closed_chain_certificate(robot, routines, values, seed)
+        else:
+            checks += constrained_certificate(robot, routines, seed)
     return checks
 
 
@@ -224,11 +227,15 @@ def _identities(robot, routines: RoutineSet, values: dict[str, np.ndarray]) -> l
         h_all = h_all / max(float(np.max(np.abs(h_all))), 1e-300) * float(np.max(np.abs(tau_all))) / max(
             float(np.max(np.abs(J))), 1e-300)
     checks = []
+    # A closed chain in its tree coordinates may have massless links: its tree M need not be positive
+    # definite (the certificate checks the multiplier model instead).
+    tree_only = routines.model.closed_chain is not None and routines.model.closed_chain.closed_form is None
     if "mass_matrix" in has:
         M = robot.M(q_all)
         checks.append(Check("symmetric", max(_relative(m, m.T) for m in M), 0.0))
-        smallest = min(float(np.linalg.eigvalsh(m)[0]) for m in M)
-        checks.append(Check("positive_definite", 0.0 if smallest > 0 else np.inf, 0.0))
+        if not tree_only:
+            smallest = min(float(np.linalg.eigvalsh(m)[0]) for m in M)
+            checks.append(Check("positive_definite", 0.0 if smallest > 0 else np.inf, 0.0))
     if {"mass_matrix", "coriolis_matrix"} <= has:
         eps = 1e-6
         worst = 0.0

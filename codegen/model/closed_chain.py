@@ -190,6 +190,8 @@ def _dyad(description: RobotDescription, joint_frames, link_frames) -> tuple[tup
         if joints[chain[0]].kind != "revolute":
             return None, "the closed form needs passive revolute joints next to the cut joint"
         sides.append(chain)
+    if sides[0][1] == sides[1][1] or set(closure.actuated) != {sides[0][1], sides[1][1]}:
+        return None, "the closed form needs the two sides of the loop to be driven by its two actuated joints"
     axes = [joint_frames[p][:3, :3] * sp.Matrix(joints[p].axis) for p, _ in sides]
     axes.append(link_frames[loop.links[0]][:3, :3] * sp.Matrix(loop.axis))
     normal = _plane(description, axes)

@@ -147,6 +147,9 @@ def _inverse_dynamics(model, options):
 
 
 def _forward_dynamics(model, options):
+    chain = model.closed_chain
+    if chain is not None and chain.closed_form is None:
+        return None  # the tree's unconstrained accelerations would mislead: robodyn.closed_chain solves the loops
     rhs = sp.Matrix(model.tau) - model.nonlinear_effects() + model.tool_jacobian.T * sp.Matrix(model.wrench)
     if options.forward == "aba":
         if model.aba is None:

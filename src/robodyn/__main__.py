@@ -175,7 +175,7 @@ def simulate_command(args) -> int:
 
     import robodyn
 
-    from .control import BUILTIN, NoControl
+    from .control import BUILTIN, NoControl, ZeroTorque
     from .options import parse_assignments
     from .task_space import closed_form
 
@@ -205,7 +205,7 @@ def simulate_command(args) -> int:
         return 2
     path_reference = None  # the platform's path, when one is tracked
     if args.controller == "none":
-        controller = NoControl(model)
+        controller = ZeroTorque(robot.n) if constrained else NoControl(model)
     elif reference_name == "circle":
         from .task_space import TaskComputedTorque, platform_circle
 

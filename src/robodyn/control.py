@@ -511,3 +511,19 @@ class FunctionController(Controller):
 
 BUILTIN = {"none": NoControl, "pd": PD, "pd-gravity": PDGravity, "computed-torque": ComputedTorque,
            "slotine-li": SlotineLi}
+
+
+class ZeroTorque(Controller):
+    """No torque at all, in Python: free motion of a robot whose module has no compiled control laws (a
+    closed chain simulated with multipliers)."""
+
+    law = "none"
+
+    def __init__(self, n: int):
+        self.n = int(n)
+
+    def __call__(self, t, q, qd):
+        return np.zeros(self.n)
+
+    def __repr__(self) -> str:
+        return f"ZeroTorque({self.n})"

@@ -36,7 +36,7 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-from .control import BuiltinController, Controller, FunctionController, NoControl
+from .control import BuiltinController, Controller, FunctionController, NoControl, ZeroTorque
 from .references import Reference
 
 __all__ = ["Plant", "SimulatedPlant", "Harness", "Trajectory", "LoopStats", "simulate", "INTEGRATORS",
@@ -681,7 +681,9 @@ def simulate(robot, controller=None, *, duration: float, rate: float = 1000.0, q
     falls below ``singularity_margin`` (0 turns the check off).
     """
     if controller is None:
-        controller = NoControl(robot)
+        chain = robot.metadata.get("closed_chain") if isinstance(getattr(robot, "metadata", None), dict) else None
+        constrained = isinstance(chain, dict) and not chain.get("closed_form", True)
+        controller = ZeroTorque(robot.n) if constrained else NoControl(robot)
     if isinstance(rate, bool) or not isinstance(rate, (int, float, np.integer, np.floating)) or not (
             0.0 < rate < math.inf):
         raise ValueError(f"rate must be a positive, finite number of Hz, got {rate!r}")
