@@ -90,7 +90,9 @@ def _run(text: str, queue) -> None:
         emit(define_routines(model, BuildOptions()))
         queue.put(("accepted", "closed form" if model.closed_chain.closed_form else "tree"))
     except DescriptionError as error:
-        first = str(error).splitlines()[0]
+        lines_of_message = str(error).splitlines()
+        # A combined error starts with "N problems:", then one problem per line.
+        first = lines_of_message[1].strip() if re.match(r"\d+ problems", lines_of_message[0]) else lines_of_message[0]
         match = re.match(r"case\.yaml:(\d+): ", first)
         lines = text.count("\n") + 1
         ok = match is not None and 1 <= int(match.group(1)) <= lines

@@ -167,7 +167,8 @@ def constrained_certificate(robot, routines, seed: int = 0) -> list[Check]:
         residual = max(residual, float(np.max(np.abs(robot.loop_residual(q)))))
         drift = max(drift, abs(model.energy(q, v) - energy0))
     checks.append(Check("loop_residual_along_run", residual / max(1.0, float(np.max(np.abs(q)))), IDENTITY_TOLERANCE))
-    frictionless = all(joint.viscous == 0 and joint.coulomb == 0 for joint in routines.model.closed_chain.tree.description.joints)
+    joints = routines.model.closed_chain.tree.description.joints
+    frictionless = all(joint.viscous == 0 and joint.coulomb == 0 for joint in joints)
     if frictionless:
         scale = max(abs(energy0), 0.5 * float(v @ robot.tree_M(q) @ v), 1e-300)
         checks.append(Check("energy_along_run", drift / scale, DIFFERENCE_TOLERANCE))

@@ -216,8 +216,9 @@ def _cross2(a, b):
     return a[0] * b[1] - a[1] * b[0]
 
 
-def _closed_form(description: RobotDescription, q, plane_sides, joint_frames, link_frames, x) -> ClosedForm:
-    """The dyad's geometry; ``joint_frames``/``link_frames`` are in tree positions ``x`` (x[actuated] = q)."""
+def _closed_form(description: RobotDescription, q, plane_sides, joint_frames, link_frames, x) -> ClosedForm | None:
+    """The dyad's geometry; ``joint_frames``/``link_frames`` are in tree positions ``x`` (x[actuated] = q).
+    None when it degenerates (a distal link of zero length, an anchor on its motor's axis)."""
     normal, sides = plane_sides
     first, second = (normal + 1) % 3, (normal + 2) % 3
     closure = description.closure
@@ -256,6 +257,10 @@ def _closed_form(description: RobotDescription, q, plane_sides, joint_frames, li
                      "normal, so the loop can never close", line=loop.line)
 
     b1, b2 = branches
+    for b in branches:  # a degenerate dyad: the solver below would divide by zero
+        radius = _simple((b.start - b.centre).dot(b.start - b.centre)) if b.actuated_kind == "revolute" else 1
+        if b.length_squared == 0 or radius == 0:
+            return None
     xi = sp.symbols("xi1 xi2", real=True)
     P = sp.Matrix(xi)
     # DGM: P on the circle of radius L_i about each anchor, on side ω of the line anchor 1 -> anchor 2.
@@ -308,9 +313,11 @@ def _closed_form(description: RobotDescription, q, plane_sides, joint_frames, li
         speeds.append(sp.Integer(1) if b.actuated_kind == "prismatic"
                       else sp.sqrt(_simple((b.start - b.centre).dot(b.start - b.centre))))
     lengths = sp.sqrt(b1.length_squared) * sp.sqrt(b2.length_squared)
-    singularity = sp.ImmutableMatrix([det_a, det_b, det_a / (4 * lengths), det_b / (4 * lengths * speeds[0] * speeds[1])])
-    return ClosedForm((normal, first, second), (b1, b2), xi, dgm, tuple(igm), passive, sp.ImmutableMatrix(A),
-                      sp.ImmutableMatrix(B), singularity, working, _loci(description, branches, det_a, det_b, xi, q, (normal, first, second)))
+    singularity = sp.ImmutableMatrix([det_a, det_b, det_a / (4 * lengths),
+                                      det_b / (4 * lengths * speeds[0] * speeds[1])])
+    plane = (normal, first, second)
+    return ClosedForm(plane, (b1, b2), xi, dgm, tuple(igm), passive, sp.ImmutableMatrix(A), sp.ImmutableMatrix(B),
+                      singularity, working, _loci(description, branches, det_a, det_b, xi, q, plane))
 
 
 def _loci(description, branches, det_a, det_b, xi, q, plane) -> tuple[str, ...]:
@@ -318,11 +325,11 @@ def _loci(description, branches, det_a, det_b, xi, q, plane) -> tuple[str, ...]:
     axes = "xyz"
     task = {xi[0]: sp.Symbol(axes[plane[1]]), xi[1]: sp.Symbol(axes[plane[2]])}
     names = [description.joints[t].name for t in description.closure.actuated]
-    lines = [f"coordinates: {', '.join(f'{symbol} = {name}' for symbol, name in zip(q, names))}; platform point "
-             f"({axes[plane[1]]}, {axes[plane[2]]})",
+    coordinates = ", ".join(f"{symbol} = {name}" for symbol, name in zip(q, names))
+    lines = [f"coordinates: {coordinates}; platform point ({axes[plane[1]]}, {axes[plane[2]]})",
              f"type 2 (parallel: the two distal links aligned): det A = {sp.sstr(sp.factor(det_a.xreplace(task)))} = 0",
-             f"type 1 (serial: a distal link normal to its anchor's motion): det B = "
-             f"{sp.sstr(sp.factor(det_b.xreplace(task)))} = 0"]
+             "type 1 (serial: a distal link normal to its anchor's motion): "
+             f"det B = {sp.sstr(sp.factor(det_b.xreplace(task)))} = 0"]
     b1, b2 = branches
     if (b1.actuated_kind == b2.actuated_kind == "prismatic" and b1.length_squared == b2.length_squared
             and _simple(b1.direction - b2.direction) == sp.zeros(2, 1)):
@@ -337,6 +344,29 @@ def _loci(description, branches, det_a, det_b, xi, q, plane) -> tuple[str, ...]:
                      f"{sp.sstr(sp.sqrt(sp.expand(4 * L2 - width**2)))}; type 1 where |{sp.sstr(difference)}| = "
                      f"{sp.sstr(sp.sqrt(sp.expand(2 * sp.sqrt(L2) * width - width**2)))} (one leg normal to the rails)")
     return tuple(lines)
+
+
+def _independent_loop_equations(description: RobotDescription, tree: SymbolicModel, say) -> tuple:
+    """h(x), H = ∂h/∂x and Ḣ ẋ in the tree's symbols, dependent rows dropped; DescriptionError for a loop that
+    can never close, adds no condition, or leaves another number of degrees of freedom than actuated joints."""
+    x_tree = tree.q
+    h = loop_equations(description, x_tree)
+    for row in h:
+        if not row.free_symbols & set(x_tree):
+            raise _error(description, f"the loop can never close: its condition {sp.sstr(row)} = 0 does not depend on "
+                         "the joints (check the loop's points and the joints' placements)")
+    if h.rows == 0:
+        raise _error(description, "the loop closure adds no condition: its two points and axes coincide in every "
+                     "configuration (it joins a link to itself through fixed transforms)")
+    H = h.jacobian(x_tree).applyfunc(sp.expand)
+    rows = _independent_rows(h, H, x_tree, description)
+    if len(rows) < h.rows:
+        say(f"  kept {len(rows)} independent loop equations of {h.rows}")
+        h, H = h.extract(rows, [0]), H.extract(rows, list(range(H.cols)))
+    if len(description.joints) - len(rows) != len(description.closure.actuated):
+        raise _mobility_error(description, len(rows))
+    bias = ((H * sp.Matrix(tree.qd)).jacobian(x_tree) * sp.Matrix(tree.qd)).applyfunc(sp.expand)
+    return h, H, bias
 
 
 def _mobility_error(description: RobotDescription, rank: int) -> DescriptionError:
@@ -362,29 +392,17 @@ def derive_closed_chain(description: RobotDescription, options, progress: Progre
     say("  the virtual tree (every joint, the loops cut)")
     tree = derive_model(tree_description, options, progress=progress, regressor=False)
     x_tree = tree.q
-    h = loop_equations(description, x_tree)
-    for row in h:
-        if not row.free_symbols & set(x_tree):
-            raise _error(description, f"the loop can never close: its condition {sp.sstr(row)} = 0 does not depend on "
-                         "the joints (check the loop's points and the joints' placements)")
-    if h.rows == 0:
-        raise _error(description, "the loop closure adds no condition: its two points and axes coincide in every "
-                     "configuration (it joins a link to itself through fixed transforms)")
-    H = h.jacobian(x_tree).applyfunc(sp.expand)
-    rows = _independent_rows(h, H, x_tree, description)
-    if len(rows) < h.rows:
-        say(f"  kept {len(rows)} independent loop equations of {h.rows}")
-        h, H = h.extract(rows, [0]), H.extract(rows, list(range(H.cols)))
-    rank = len(rows)
-    if t - rank != len(closure.actuated):
-        raise _mobility_error(description, rank)
-    Hdot_xd = (H * sp.Matrix(tree.qd)).jacobian(x_tree) * sp.Matrix(tree.qd)
-    constraint_bias = Hdot_xd.applyfunc(sp.expand)
-
+    h, H, constraint_bias = _independent_loop_equations(description, tree, say)
     n = len(closure.actuated)
     q, qd, qdd, tau, wrench = model_symbols(n)
     joint_frames, link_frames = _frames(description, x_tree)
     plane_sides, reason = _dyad(description, joint_frames, link_frames)
+    closed_form = None
+    if plane_sides is not None:
+        closed_form = _closed_form(description, q, plane_sides, joint_frames, link_frames, x_tree)
+        if closed_form is None:
+            plane_sides, reason = None, ("a distal link has zero length, or an anchor lies on its motor's axis: the "
+                                         "closed form degenerates")
     base = dict(tree=tree, actuated=closure.actuated, passive=closure.passive(t), constraint=sp.ImmutableMatrix(h),
                 constraint_jacobian=sp.ImmutableMatrix(H), constraint_bias=sp.ImmutableMatrix(constraint_bias),
                 assembly_mode=options.assembly_mode)
@@ -398,7 +416,6 @@ def derive_closed_chain(description: RobotDescription, options, progress: Progre
                                    timings=dict(tree.timings, closed_chain_s=time.perf_counter() - started))
     reduced_description = _reduced_description(description)
     say("  closed-form geometry of the planar dyad")
-    closed_form = _closed_form(description, q, plane_sides, joint_frames, link_frames, x_tree)
     xi_values = closed_form.dgm[0] if options.assembly_mode == 1 else closed_form.dgm[1]
     program = Program("k")
 
@@ -466,23 +483,7 @@ def derive_closed_chain(description: RobotDescription, options, progress: Progre
     tool_pose = sp.Matrix(tree.tool_pose).xreplace(tree_map)
     tool_jacobian = (sp.Matrix(tree.tool_jacobian).xreplace(tree_map) * G).applyfunc(sp.expand)
 
-    # 4. Task-space kinematics (the notes' A, B): J = −A⁻¹B, J̇, b = J̇ q̇.
-    A, B = sp.Matrix(closed_form.A), sp.Matrix(closed_form.B)
-    det_A = sp.expand(A.det())
-    A_adj = A.adjugate()
-    J = (-(A_adj * B) / det_A).applyfunc(sp.expand)
-    xi_dot = J * sp.Matrix(qd)
-
-    def task_derivative(matrix: sp.Matrix) -> sp.Matrix:
-        out = sp.zeros(*matrix.shape)
-        for m in range(2):
-            out += matrix.diff(xi[m]) * xi_dot[m]
-        for k in range(n):
-            out += matrix.diff(q[k]) * qd[k]
-        return out
-
-    J_dot = (-(A_adj * (task_derivative(A) * J + task_derivative(B))) / det_A)
-    b = J_dot * sp.Matrix(qd)
+    J, J_dot, b = _task_kinematics(closed_form, q, qd)
     timings = dict(tree.timings, closed_chain_s=time.perf_counter() - started)
     closed = ClosedChainModel(
         **base, closed_form=closed_form, reason="",
@@ -498,6 +499,27 @@ def derive_closed_chain(description: RobotDescription, options, progress: Progre
         potential_energy=potential, link_transforms=(), tool_pose=sp.ImmutableMatrix(tool_pose),
         tool_jacobian=sp.ImmutableMatrix(tool_jacobian), definitions=tuple(definitions), method="closed_chain",
         bias=sp.ImmutableMatrix(bias), closed_chain=closed, timings=timings)
+
+
+def _task_kinematics(form: ClosedForm, q, qd) -> tuple[sp.Matrix, sp.Matrix, sp.Matrix]:
+    """The notes' first and second order in the task coordinates ξ: J = −A⁻¹B, J̇ = −A⁻¹ (Ȧ J + Ḃ) and
+    b = J̇ q̇, with Ȧ, Ḃ by the chain rule through ξ̇ = J q̇ (ξ symbols, defined by the model's DGM)."""
+    A, B = sp.Matrix(form.A), sp.Matrix(form.B)
+    det_A = sp.expand(A.det())
+    A_adj = A.adjugate()
+    J = (-(A_adj * B) / det_A).applyfunc(sp.expand)
+    xi_dot = J * sp.Matrix(qd)
+
+    def time_derivative(matrix: sp.Matrix) -> sp.Matrix:
+        out = sp.zeros(*matrix.shape)
+        for m, symbol in enumerate(form.xi):
+            out += matrix.diff(symbol) * xi_dot[m]
+        for k, symbol in enumerate(q):
+            out += matrix.diff(symbol) * qd[k]
+        return out
+
+    J_dot = -(A_adj * (time_derivative(A) * J + time_derivative(B))) / det_A
+    return J, J_dot, J_dot * sp.Matrix(qd)
 
 
 def _reduced_description(description: RobotDescription) -> RobotDescription:

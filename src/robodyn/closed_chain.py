@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ConstrainedDynamics", "DEFAULT_BAUMGARTE"]
+__all__ = ["DEFAULT_BAUMGARTE", "ConstrainedDynamics"]
 
 #: (α, β) = (ζ ω, ω) with ω = 10 rad/s, ζ = 1 (critical damping): h'' + 2α h' + β² h = 0 pulls drift back
 #: over about 0.1 s without stiffening the ODE at 1 kHz.
@@ -93,7 +93,8 @@ class ConstrainedDynamics:
         return np.array(rows)
 
     def passive_velocities(self, qt, qad) -> np.ndarray:
-        """Passive velocities that keep the loops closed: −A⁻¹ B q̇a (A, B the passive and actuated columns of H)."""
+        """Passive velocities that keep the loops closed: −A⁻¹ B q̇a (A, B: the passive and actuated columns
+        of H)."""
         H = self.robot.loop_jacobian(np.asarray(qt, dtype=float))
         return np.linalg.solve(H[:, self.passive], -H[:, self.actuated] @ np.asarray(qad, dtype=float))
 
