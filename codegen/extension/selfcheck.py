@@ -229,7 +229,8 @@ def _identities(robot, routines: RoutineSet, values: dict[str, np.ndarray]) -> l
     checks = []
     # A closed chain in its tree coordinates may have massless links: its tree M need not be positive
     # definite (the certificate checks the multiplier model instead).
-    tree_only = routines.model.closed_chain is not None and routines.model.closed_chain.closed_form is None
+    chain = getattr(getattr(routines, "model", None), "closed_chain", None)
+    tree_only = chain is not None and chain.closed_form is None
     if "mass_matrix" in has:
         M = robot.M(q_all)
         checks.append(Check("symmetric", max(_relative(m, m.T) for m in M), 0.0))
