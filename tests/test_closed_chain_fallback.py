@@ -517,3 +517,14 @@ def test_command_line_refuses_a_builtin_controller(fourbar, cache_dir):
     assert "Traceback" not in result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error")]
     assert len(errors) == 1 and "--controller pd" in errors[0] and "closed-form model" in errors[0], result.stderr
+
+
+@pytest.mark.parametrize("name", ["biglide", "fourbar"])
+def test_demo_of_a_closed_chain(name, fourbar, cache_dir):
+    """`python -m robodyn demo` on a closed chain shows an assembled state: finite torques, no error."""
+    command = [sys.executable, "-m", "robodyn", "demo", ROBOTS / f"{name}.yaml", "--cache-dir", cache_dir]
+    result = subprocess.run(list(map(str, command)), capture_output=True, text=True, cwd=ROOT, timeout=300,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    assert "nan" not in result.stdout and "error" not in result.stderr.lower(), (result.stdout, result.stderr)
+    assert "inverse dynamics  tau" in result.stdout

@@ -44,15 +44,30 @@ def demo(args) -> int:
     print(f"\n{robot!r}")
     print("parameters: " + (", ".join(f"{k}={v:g}" for k, v in robot.params.items()) or "none"))
     rng = np.random.default_rng(0)
-    q = rng.uniform(-1.0, 1.0, n)
+    q = _demo_position(robot, rng)
     qd = rng.uniform(-1.0, 1.0, n)
     qdd = rng.uniform(-1.0, 1.0, n)
     np.set_printoptions(precision=4, suppress=True)
+    constrained = robot.is_closed_chain and not robot.metadata["closed_chain"]["closed_form"]
+    if constrained:  # tree coordinates: velocities and accelerations must keep the loops closed
+        from .closed_chain import ConstrainedDynamics
+
+        model = ConstrainedDynamics(robot)
+        qd[model.passive] = model.passive_velocities(q, qd[model.actuated])
+        qdd, _ = model.forward_dynamics(q, qd, np.zeros(len(model.actuated)))
+    if robot.is_closed_chain and not constrained:
+        platform = ", ".join(f"{name} = {value:.4f}" for name, value in zip(robot.task_coordinates, robot.dgm(q)))
+        print(f"\nplatform {platform} "
+              f"(assembly mode {robot.assembly_mode:+d}); singularity measures {robot.singularity_measures(q)}")
     print(f"\nstate  q = {q}\n      qd = {qd}\n     qdd = {qdd}")
     tau = robot.inverse_dynamics(q, qd, qdd)
     print(f"inverse dynamics  tau = {tau}")
     print(f"gravity          g(q) = {robot.g(q)}")
-    print(f"forward dynamics  qdd = {robot.forward_dynamics(q, qd, tau)}  (recovers the qdd above)")
+    if constrained:
+        print("forward dynamics: by multipliers (robodyn.closed_chain), the accelerations above under no torque; "
+              "the tree's tau includes the loops' constraint forces")
+    else:
+        print(f"forward dynamics  qdd = {robot.forward_dynamics(q, qd, tau)}  (recovers the qdd above)")
     print(f"energy  T = {robot.kinetic_energy(q, qd):.6g}, P = {robot.potential_energy(q):.6g}")
 
     out = np.empty(n)
@@ -64,6 +79,8 @@ def demo(args) -> int:
         ("forward_dynamics(q, qd, tau, out=)", robot.forward_dynamics, (q, qd, tau, None, out)),
         ("inverse_dynamics(q, qd, qdd)  [allocates]", robot.inverse_dynamics, (q, qd, qdd)),
     ]:
+        if constrained and function == robot.forward_dynamics:
+            continue
         seconds = _time_call(function, *args)
         print(f"  {label:<44} {seconds * 1e6:7.3f} us  (includes the Python loop, ~15 ns)")
 
@@ -75,6 +92,20 @@ def demo(args) -> int:
         print(f"  {'ok ' if check['passed'] else 'BAD'} {check['name']:<40} {check['error']:.2e}"
               f" (tolerance {check['tolerance']:.0e})")
     return 3 if robot.selfcheck.get("passed") is False else 0
+
+
+def _demo_position(robot, rng) -> np.ndarray:
+    """A random position in [-1, 1]; for a closed chain one where it assembles, away from its singularities
+    (with a closed form), or the assembled start (without)."""
+    if not robot.is_closed_chain:
+        return rng.uniform(-1.0, 1.0, robot.n)
+    if not robot.metadata["closed_chain"]["closed_form"]:
+        return start_position(robot)
+    for _ in range(1000):
+        q = rng.uniform(-1.0, 1.0, robot.n) * rng.uniform(0.0, 1.0)
+        if np.all(np.isfinite(robot.dgm_modes(q))) and np.all(np.abs(robot.singularity_measures(q)[2:]) > 0.2):
+            return q
+    return start_position(robot)
 
 
 def default_motion(robot, reference: str, duration: float, start: np.ndarray):
