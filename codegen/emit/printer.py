@@ -59,7 +59,11 @@ class RobotCPrinter(C99CodePrinter):
         if exponent.is_Integer and 1 <= abs(int(exponent)) <= 4:
             factor = self.parenthesize(base, sp.printing.precedence.PRECEDENCE["Mul"])
             product = "*".join([factor] * abs(int(exponent)))
-            return product if exponent > 0 else f"1.0/({product})"
+            if exponent < 0:
+                return f"1.0/({product})"
+            # Parenthesised: SymPy prints a Pow without parentheses wherever a product would need them, as
+            # the divisor of a/b**2 ("a/b*b" would be (a/b)*b).
+            return product if exponent == 1 else f"({product})"
         if exponent == sp.Rational(1, 2):
             return f"sqrt({self._print(base)})"
         if exponent == sp.Rational(-1, 2):
