@@ -27,6 +27,9 @@ def parse_source(data: bytes, path: str, options: BuildOptions | None = None):
     if Path(path).suffix.lower() in URDF_SUFFIXES:
         from .urdf import parse_urdf_text
 
+        if options.assembly_mode != 1:
+            raise DescriptionError(path, None, "assembly_mode", "--assembly-mode is for closed chains (a YAML "
+                                   "description with 'loops'); a URDF describes a tree")
         description = parse_urdf_text(data, path, data, lock=options.lock_map,
                                       runtime_parameters=options.runtime_parameters, tool=options.tool,
                                       accept_invalid_inertia=options.accept_invalid_inertia)
@@ -40,6 +43,9 @@ def parse_source(data: bytes, path: str, options: BuildOptions | None = None):
                                "declares its runtime parameters under 'parameters'")
     description = parse_text(decode_description(data, path), path, data, tool_override=options.tool,
                              accept_invalid_inertia=options.accept_invalid_inertia)
+    if options.assembly_mode != 1 and description.closure is None:
+        raise DescriptionError(path, None, "assembly_mode", "--assembly-mode is for closed chains (a description "
+                               "with 'loops'); this robot has no loop")
     # A YAML description's tool xyz/rpy is its offset from the link: the option replaces it.
     return _with_tool_offset(description, options, sp.eye(4))
 

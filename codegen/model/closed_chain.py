@@ -199,7 +199,7 @@ def _dyad(description: RobotDescription, joint_frames, link_frames) -> tuple[tup
                      if joints[a].kind == "revolute"]
     if normal is None or (revolute_axes and _plane(description, revolute_axes + axes) != normal):
         return None, ("the closed form needs a planar loop whose revolute axes are parallel to one axis of the "
-                      "base frame")
+                      "base link's frame")
     for _, a in sides:
         if joints[a].kind == "prismatic":
             direction = (joint_frames[a][:3, :3] * sp.Matrix(joints[a].axis)).applyfunc(_simple)
@@ -359,14 +359,34 @@ def _independent_loop_equations(description: RobotDescription, tree: SymbolicMod
         raise _error(description, "the loop closure adds no condition: its two points and axes coincide in every "
                      "configuration (it joins a link to itself through fixed transforms)")
     H = h.jacobian(x_tree).applyfunc(sp.expand)
-    rows = _independent_rows(h, H, x_tree, description)
+    rows, assembled = _independent_rows(h, H, x_tree, description)
     if len(rows) < h.rows:
         say(f"  kept {len(rows)} independent loop equations of {h.rows}")
         h, H = h.extract(rows, [0]), H.extract(rows, list(range(H.cols)))
     if len(description.joints) - len(rows) != len(description.closure.actuated):
         raise _mobility_error(description, len(rows))
+    _check_passive_determined(description, [values[rows] for values in assembled])
     bias = ((H * sp.Matrix(tree.qd)).jacobian(x_tree) * sp.Matrix(tree.qd)).applyfunc(sp.expand)
     return h, H, bias
+
+
+def _check_passive_determined(description: RobotDescription, jacobians: list) -> None:
+    """The actuated joints must fix the passive ones: the passive columns of H (independent rows) must be
+    of full rank where the loops close, at one configuration at least (else the loop constrains the actuated
+    joints among themselves, or a passive joint does not move the loop at all)."""
+    import numpy as np
+
+    passive = list(description.closure.passive(len(description.joints)))
+    for values in jacobians:
+        block = values[:, passive]
+        scale = max(1.0, float(np.max(np.abs(values))))
+        if np.linalg.matrix_rank(block, tol=1e-9 * scale) == len(passive):
+            return
+    names = ", ".join(description.joints[i].name for i in passive)
+    raise _error(description, f"the actuated joints do not determine the passive ones ({names}) where the loops close: "
+                 "the loops constrain the actuated joints among themselves, or a passive joint does not move its loop "
+                 "(list under 'actuated' joints whose positions, once fixed, fix the others)", "actuated",
+                 description.closure.actuated_line or None)
 
 
 def _mobility_error(description: RobotDescription, rank: int) -> DescriptionError:
@@ -392,14 +412,17 @@ def derive_closed_chain(description: RobotDescription, options, progress: Progre
     say("  the virtual tree (every joint, the loops cut)")
     tree = derive_model(tree_description, options, progress=progress, regressor=False)
     x_tree = tree.q
-    h, H, constraint_bias = _independent_loop_equations(description, tree, say)
+    # Loop equations and closed-form geometry in the base link's frame: they do not depend on where the base
+    # stands (`base:`), and a planar mechanism's plane is normal to one of the base link's axes.
+    local = dataclasses.replace(description, base=sp.ImmutableMatrix(sp.eye(4)))
+    h, H, constraint_bias = _independent_loop_equations(local, tree, say)
     n = len(closure.actuated)
     q, qd, qdd, tau, wrench = model_symbols(n)
-    joint_frames, link_frames = _frames(description, x_tree)
-    plane_sides, reason = _dyad(description, joint_frames, link_frames)
+    joint_frames, link_frames = _frames(local, x_tree)
+    plane_sides, reason = _dyad(local, joint_frames, link_frames)
     closed_form = None
     if plane_sides is not None:
-        closed_form = _closed_form(description, q, plane_sides, joint_frames, link_frames, x_tree)
+        closed_form = _closed_form(local, q, plane_sides, joint_frames, link_frames, x_tree)
         if closed_form is None:
             plane_sides, reason = None, ("a distal link has zero length, or an anchor lies on its motor's axis: the "
                                          "closed form degenerates")
@@ -530,9 +553,10 @@ def _reduced_description(description: RobotDescription) -> RobotDescription:
     return dataclasses.replace(description, joints=joints, bodies=(), tool_link=-1)
 
 
-def _independent_rows(h: sp.Matrix, H: sp.Matrix, x, description: RobotDescription) -> list[int]:
+def _independent_rows(h: sp.Matrix, H: sp.Matrix, x, description: RobotDescription) -> tuple[list[int], list]:
     """Rows of h(x) = 0 that are independent where the loops close: pivoted QR of Hᵀ at configurations that
-    assemble (found by Levenberg-Marquardt from pseudo-random starts, at the default parameters)."""
+    assemble (found by Levenberg-Marquardt from pseudo-random starts, at the default parameters); and the
+    values of H there."""
     import numpy as np
     from scipy.linalg import qr
     from scipy.optimize import least_squares
@@ -542,6 +566,7 @@ def _independent_rows(h: sp.Matrix, H: sp.Matrix, x, description: RobotDescripti
     jacobian = sp.lambdify([list(x)], H.xreplace(defaults), "numpy")
     rng = np.random.default_rng(0)
     chosen: list[int] | None = None
+    assembled = []
     for _ in range(12):
         fit = least_squares(lambda v: np.asarray(residual(v), dtype=float),
                             rng.uniform(-np.pi, np.pi, len(x)),
@@ -550,6 +575,7 @@ def _independent_rows(h: sp.Matrix, H: sp.Matrix, x, description: RobotDescripti
         if not np.all(np.isfinite(fit.fun)) or np.max(np.abs(fit.fun)) > 1e-10:
             continue
         values = np.asarray(jacobian(fit.x), dtype=float).reshape(H.shape)
+        assembled.append(values)
         _, r, pivots = qr(values.T, pivoting=True)
         diagonal = np.abs(np.diag(r))
         rank = int(np.sum(diagonal > 1e-9 * max(1.0, float(diagonal[0]) if diagonal.size else 1.0)))
@@ -559,4 +585,4 @@ def _independent_rows(h: sp.Matrix, H: sp.Matrix, x, description: RobotDescripti
     if chosen is None:
         raise _error(description, "the loops cannot be closed: no configuration was found where the loop equations "
                      "hold (check the lengths: the two branches must be able to meet)")
-    return chosen
+    return chosen, assembled

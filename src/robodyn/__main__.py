@@ -227,6 +227,12 @@ def simulate_command(args) -> int:
               "robodyn.simulate with a controller of your own", file=sys.stderr)
         return 2
     q0 = _vector_option(args.q0, robot.n, "--q0")
+    if q0 is not None and robot.is_closed_chain and not constrained:
+        try:
+            robot.dgm(q0)
+        except ValueError:
+            raise ValueError(f"--q0 {args.q0}: {robot.name} cannot be assembled there in its assembly mode "
+                             f"{robot.assembly_mode:+d}; give actuated positions where it can") from None
     q0 = start_position(robot) if q0 is None else q0
     platform = closed_form(robot)  # a closed chain with dgm and igm: the platform is reported and plotted
     reference_name = args.reference or ("circle" if platform and args.controller == "computed-torque" else "quintic")

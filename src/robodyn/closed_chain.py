@@ -27,6 +27,8 @@ __all__ = ["DEFAULT_BAUMGARTE", "ConstrainedDynamics"]
 #: (α, β) = (ζ ω, ω) with ω = 10 rad/s, ζ = 1 (critical damping): h'' + 2α h' + β² h = 0 pulls drift back
 #: over about 0.1 s without stiffening the ODE at 1 kHz.
 DEFAULT_BAUMGARTE = (10.0, 10.0)
+#: Passive positions tried, in turn, when ``assemble`` is given no guess.
+DEFAULT_GUESSES = (0.3, -0.3, 1.2, -1.2, 2.2, -2.2)
 
 
 class ConstrainedDynamics:
@@ -52,9 +54,17 @@ class ConstrainedDynamics:
     def assemble(self, qa, guess=None, tolerance: float = 1e-13, iterations: int = 50) -> np.ndarray:
         """The tree positions with actuated positions ``qa`` that close the loops, by Newton's method (damped:
         Levenberg-Marquardt, SciPy) on the passive positions from ``guess`` (tree positions, or passive
-        positions only; default zeros). ValueError when it does not converge (the mechanism cannot be
+        positions only; default: a few spread starts). ValueError when it does not converge (the mechanism cannot be
         assembled near the guess)."""
         qa = np.asarray(qa, dtype=float)
+        if guess is None:  # zeros can be a stationary point of the residual (links folded): spread the starts
+            for start in DEFAULT_GUESSES:
+                try:
+                    return self.assemble(qa, np.full(len(self.passive), start), tolerance, iterations)
+                except ValueError:
+                    continue
+            raise ValueError(f"the loops do not close at actuated positions {qa.tolist()} from any default guess: "
+                             "the mechanism cannot be assembled there, or give a guess")
         qt = np.zeros(self.t)
         if guess is not None:
             guess = np.asarray(guess, dtype=float)

@@ -248,9 +248,16 @@ class Robot(RobotCore):
         return tuple(self._chain(closed_form=True)["loci"])
 
     def _mode_row(self, mode, modes: list, what: str) -> int:
-        if mode is None:
-            return 0
-        key = tuple(int(m) for m in mode) if isinstance(mode, (tuple, list, np.ndarray)) else mode
+        """The row of ``mode`` among ``modes``: ±1 for an assembly mode, a tuple of ±1 (one per actuated joint)
+        for a working mode; integers only (a bool, a string or 1.5 is refused)."""
+        def sign(value):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value not in (1, -1):
+                raise ValueError(f"unknown {what} mode {mode!r}; this robot has {', '.join(map(str, modes))}")
+            return int(value)
+
+        if isinstance(mode, np.ndarray):
+            mode = mode.tolist()
+        key = tuple(sign(m) for m in mode) if isinstance(mode, (tuple, list)) else sign(mode)
         for index, candidate in enumerate(modes):
             if (tuple(candidate) if isinstance(candidate, (list, tuple)) else candidate) == key:
                 return index
@@ -299,19 +306,25 @@ class Robot(RobotCore):
     def tree_positions(self, q, mode=None) -> np.ndarray:
         """Every joint of the virtual tree (``tree_joint_names`` order) at actuated positions q."""
         info = self._chain(closed_form=True)
+        passive = self.passive_positions(q, mode)  # checks q like every routine
         q = np.asarray(q, dtype=float)
         out = np.empty(q.shape[:-1] + (len(info["tree_joint_names"]),))
         out[..., info["actuated"]] = q
-        out[..., info["passive"]] = self.passive_positions(q, mode)
+        out[..., info["passive"]] = passive
         return out
 
     def tree_velocities(self, q, qd) -> np.ndarray:
         """Every joint's velocity in the virtual tree: actuated qd, passive Jp(q) qd (build's assembly mode)."""
         info = self._chain(closed_form=True)
+        jacobian = self.passive_jacobian(q)  # checks q like every routine
         qd = np.asarray(qd, dtype=float)
+        if qd.shape != np.shape(q):
+            raise ValueError(f"qd: expected shape {np.shape(q)} like q, got {qd.shape}")
+        if not np.all(np.isfinite(qd)):
+            raise ValueError("qd: contains NaN or infinity")
         out = np.empty(qd.shape[:-1] + (len(info["tree_joint_names"]),))
         out[..., info["actuated"]] = qd
-        out[..., info["passive"]] = np.einsum("...ij,...j->...i", self.passive_jacobian(q), qd)
+        out[..., info["passive"]] = np.einsum("...ij,...j->...i", jacobian, qd)
         return out
 
     def base_parameters(self) -> np.ndarray:

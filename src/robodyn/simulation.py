@@ -105,12 +105,13 @@ def _singularity_check(robot, margin: float, t: np.ndarray, q: np.ndarray, qd: n
     distance = _distance_to_locus(robot, q_at, qd[k] if usable else qd[last])
     what = "crossed" if not assembled[k] else "reached"
     beyond = " (beyond it the mechanism cannot be assembled in its mode)" if not assembled[k] else ""
+    where = "there" if usable else "at the last sample before it"
+    away = (f"{distance:.3g} from the locus along the direction of motion in the actuated coordinates"
+            if np.isfinite(distance) else "at rest (no direction of motion to measure a distance along)")
     raise SingularityError(
         f"{robot.name}: the run {what} a type-2 (parallel) singularity at t = {t[k]:.6g} s{beyond}: normalised "
-        f"det A = {value:.3g} (the sine of the angle "
-        f"between the distal links; the run stops below {margin:g}), {distance:.3g} from the locus along the "
-        f"direction of motion in the actuated coordinates (q = {np.array2string(q_at, precision=6)}); the dynamics "
-        "are singular there. The "
+        f"det A = {value:.3g} {where} (the sine of the angle between the distal links; the run stops below "
+        f"{margin:g}), {away} (q = {np.array2string(q_at, precision=6)}); the dynamics are singular there. The "
         "samples before it are in this error's t, q, qd.", float(t[k]), value, distance, t[:k], q[:k], qd[:k])
 
 
@@ -237,6 +238,22 @@ class SimulatedPlant:
         elif self.singularity_margin > 0.0:
             _singularity_check(robot, self.singularity_margin, np.zeros(1), self.q[None], self.qd[None])
 
+    def _explain_failed_step(self, before, applied, h) -> None:
+        """Raise SingularityError when a failed step started within reach of a type-2 singularity (it crossed
+        the locus, where M is singular); return otherwise (the step's own error stands: a NaN torque, say)."""
+        if not np.all(np.isfinite(applied)) or (h is not None and not np.all(np.isfinite(h))):
+            return
+        q, qd = before
+        # Near the locus the accelerations grow without bound, so a step's stages can overshoot far beyond
+        # |qd| dt: a singularity within 100 such steps, or a state already within 0.05 of it, is the cause.
+        reach = 100.0 * float(np.linalg.norm(qd)) * self.period + 1e-9 * (1.0 + float(np.max(np.abs(q))))
+        near = abs(float(self.robot.singularity_measures(q)[2])) < 0.05
+        if not (near or _distance_to_locus(self.robot, q, qd) <= reach):
+            return
+        times = np.array([self.t, self.t + self.period])
+        _singularity_check(self.robot, self.singularity_margin, times, np.vstack([q, np.full(self.n, np.nan)]),
+                           np.vstack([qd, np.full(self.n, np.nan)]))
+
     def _start_constrained(self, robot) -> None:
         from .closed_chain import ConstrainedDynamics
 
@@ -294,15 +311,15 @@ class SimulatedPlant:
         else:
             applied = self.applied_torque(tau, self.tick)
         h = self.wrench.at(self.tick) if self.wrench.present else None
-        if self._step is not None and self.singularity_margin > 0.0:
+        if self.singularity_margin > 0.0 and self.constrained is None:
             before = self.q.copy(), self.qd.copy()
             try:
-                self._step(self.q, self.qd, applied, h, self._dt, self.substeps, self.integrator)
-            except (ValueError, ArithmeticError):  # the step crossed a singularity: say where, from before it
-                times = np.array([self.t, self.t + self.period])
-                _singularity_check(self.robot, self.singularity_margin, times,
-                                   np.vstack([before[0], np.full(self.n, np.nan)]),
-                                   np.vstack([before[1], np.full(self.n, np.nan)]))
+                if self._step is not None:
+                    self._step(self.q, self.qd, applied, h, self._dt, self.substeps, self.integrator)
+                else:
+                    self._ivp_step(applied, h)
+            except (ValueError, ArithmeticError):  # did the step cross a singularity? then say where
+                self._explain_failed_step(before, applied, h)
                 raise
         elif self._step is not None:
             self._step(self.q, self.qd, applied, h, self._dt, self.substeps, self.integrator)
