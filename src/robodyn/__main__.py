@@ -212,6 +212,10 @@ def simulate_command(args) -> int:
 
     json_path = _check_output(args.json, "--json")
     plot_path = _check_output(args.plot, "--plot")
+    if plot_path:  # before a long run, not after it
+        from .plotting import require_matplotlib
+
+        require_matplotlib()
     robot = _load(args)
     for name, value in parse_assignments(args.set, "--set").items():
         robot.params[name] = value

@@ -162,14 +162,22 @@ def plot_platform(trajectory, path, x_ref=None, title: str | None = None, model=
     return _save(figure, path)
 
 
-def _new_figure(panels: int, width: float = _FIGURE_WIDTH):
-    """An Agg-backed Figure; the only place matplotlib is imported."""
+def require_matplotlib() -> None:
+    """ImportError, with the pip command, when matplotlib is missing: a command checks this before it runs."""
     try:
-        import matplotlib.backends.backend_agg
-        import matplotlib.figure
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.figure  # noqa: F401
     except ImportError as error:
         raise ImportError('robodyn.plotting needs matplotlib: pip install "robodyn[plot]" '
                           "(or pip install matplotlib)") from error
+
+
+def _new_figure(panels: int, width: float = _FIGURE_WIDTH):
+    """An Agg-backed Figure; the only place matplotlib is imported."""
+    require_matplotlib()
+    import matplotlib.backends.backend_agg
+    import matplotlib.figure
+
     figure = matplotlib.figure.Figure(figsize=(width, 1.0 + _PANEL_HEIGHT * panels), layout="constrained")
     matplotlib.backends.backend_agg.FigureCanvasAgg(figure)
     return figure
