@@ -534,8 +534,9 @@ def _parse_closure(root: _Node, names: dict[str, int], link_names: dict[str, int
             item.mapping(LOOP_KEYS, required=("name", "type", "links"))
             name_node = item.get("name")
             name = _check_identifier(name_node, "loop name")
-            if name in names or name in link_names or name in loop_names:
-                raise name_node.error(f"loop name {name!r} is already used by a joint, a link or another loop")
+            if name in names or name in link_names or name in loop_names or name == "base":
+                raise name_node.error(f"loop name {name!r} is already used by a joint, a link or another loop "
+                                      "('base' names the ground)")
             loop_names.add(name)
             type_node = item.get("type")
             kind = type_node.string()

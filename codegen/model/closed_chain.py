@@ -391,8 +391,12 @@ def _check_passive_determined(description: RobotDescription, jacobians: list) ->
 
 def _mobility_error(description: RobotDescription, rank: int) -> DescriptionError:
     t, n = len(description.joints), len(description.closure.actuated)
+    hint = ""
+    if t - rank < n:  # often a planar loop whose cut axis (default z) is not its joints' axis
+        hint = ("; if the loop is planar, check that each cut joint's 'axis' (default z, in its first link's frame) "
+                "is parallel to the loop's joint axes, else it adds conditions")
     return _error(description, f"the mechanism has {t} joints and {rank} independent loop equations, so {t - rank} "
-                  f"degree(s) of freedom, but {n} actuated joint(s); list exactly {t - rank} under 'actuated'",
+                  f"degree(s) of freedom, but {n} actuated joint(s); list exactly {t - rank} under 'actuated'{hint}",
                   "actuated", description.closure.actuated_line or None)
 
 
