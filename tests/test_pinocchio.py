@@ -112,6 +112,20 @@ def test_dynamics_agree_with_pinocchio(pair):
     assert np.any(model.damping != 0) == (robot.name == "panda")
 
 
+def test_inverse_dynamics_derivatives_agree_with_pinocchio(pair):
+    """dtau/dq and dtau/dqd against pinocchio.computeRNEADerivatives (issue 13's oracle, 1e-9 relative); the
+    URDF's viscous damping, which Pinocchio's RNEA leaves out, is removed with the URDF's own values."""
+    robot, model = pair
+    data = model.createData()
+    worst = [0.0, 0.0]
+    for q, qd, qdd, _ in _states(robot, model, STATES, 1):
+        d_q, d_qd, _ = pinocchio.computeRNEADerivatives(model, data, q, qd, qdd)
+        ours_q, ours_qd = robot.inverse_dynamics_derivatives(q, qd, qdd)
+        worst[0] = max(worst[0], _relative(ours_q, d_q))
+        worst[1] = max(worst[1], _relative(ours_qd - np.diag(model.damping), d_qd))
+    assert max(worst) <= TOLERANCE, worst
+
+
 def test_runtime_inertial_parameters_follow_pinocchio(tmp_path):
     """UR5 with --runtime-parameters: same dynamics at the defaults, and after changing a mass."""
     path = _urdf(UR5)

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .selfcheck import IDENTITY_TOLERANCE, Check, _joint_samples, _relative
-
-DIFFERENCE_TOLERANCE = 1e-6  # central differences with a step of 1e-6 carry about 1e-10 relative error
+from .selfcheck import DIFFERENCE_TOLERANCE, IDENTITY_TOLERANCE, Check, _joint_samples, _relative
 
 
 def _central(function, q: np.ndarray, direction: np.ndarray, step: float) -> np.ndarray:

@@ -167,6 +167,19 @@ def _forward_dynamics(model, options):
             "kinematic tree (no fill-in); fails if M is not positive definite")
 
 
+def _inverse_dynamics_derivatives(model, options):
+    from .derivatives import differentiate
+
+    n = model.n
+    definitions, jacobian = differentiate(model.definitions, list(model.inverse_dynamics(with_wrench=False)),
+                                          list(model.q) + list(model.qd))
+    jacobian = sp.Matrix(jacobian)
+    return (Expressions((sp.ImmutableMatrix(jacobian[:, :n]), sp.ImmutableMatrix(jacobian[:, n:])),
+                        definitions=tuple(definitions)),
+            "forward-mode differentiation of the inverse-dynamics program, intermediate by intermediate "
+            "(chain rule); sgn' = 0")
+
+
 def _kinetic_energy(model, options):
     return Expressions((_matrix(model.kinetic_energy),)), "0.5 qd^T M(q) qd"
 
@@ -285,6 +298,7 @@ DEFINITIONS: dict[str, Callable[[SymbolicModel, BuildOptions], tuple[Value, str]
     "nonlinear_effects": _nonlinear_effects,
     "inverse_dynamics": _inverse_dynamics,
     "forward_dynamics": _forward_dynamics,
+    "inverse_dynamics_derivatives": _inverse_dynamics_derivatives,
     "kinetic_energy": _kinetic_energy,
     "potential_energy": _potential_energy,
     "tool_pose": _tool_pose,

@@ -89,6 +89,8 @@ class Robot(RobotCore):
         """Inverse dynamics: the joint torques that produce qdd."""
     def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike, h: ArrayLike | None = None, out: np.ndarray | None = None) -> np.ndarray:
         """Forward dynamics: joint accelerations under the torques tau (no matrix inverse)."""
+    def inverse_dynamics_derivatives(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, out: tuple[np.ndarray, ...] | None = None) -> tuple[np.ndarray, ...]:
+        """Partial derivatives of the inverse dynamics (without the tool wrench): dtau/dq and dtau/dqd; dtau/dqdd is M(q). Coulomb friction's derivative is taken as zero (it does not exist at qd = 0)."""
     def kinetic_energy(self, q: ArrayLike, qd: ArrayLike, out: np.ndarray | None = None) -> np.ndarray | float:
         """Kinetic energy."""
     def potential_energy(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray | float:

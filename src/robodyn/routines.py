@@ -145,6 +145,10 @@ TABLE: tuple[Routine, ...] = (
             (Output(("n",), "qdd solving M qdd = tau + J^T h - C qd - g - friction"),),
             "Forward dynamics: joint accelerations under the torques tau (no matrix inverse).", "O(n^2)",
             failure="the mass matrix is not positive definite at the state (check the parameters)"),
+    Routine("inverse_dynamics_derivatives", "inverse_dynamics_derivatives", (_Q, _QD, _QDD),
+            (Output(("n", "n"), "dtau/dq"), Output(("n", "n"), "dtau/dqd")),
+            "Partial derivatives of the inverse dynamics (without the tool wrench): dtau/dq and dtau/dqd; dtau/dqdd "
+            "is M(q). Coulomb friction's derivative is taken as zero (it does not exist at qd = 0).", "O(n^2)"),
     Routine("kinetic_energy", "kinetic_energy", (_Q, _QD), (Output((), "0.5 qd^T M(q) qd"),),
             "Kinetic energy.", "O(n)"),
     Routine("potential_energy", "potential_energy", (_Q,), (Output((), "gravitational potential energy"),),
