@@ -1,0 +1,80 @@
+"""Forward-dynamics derivatives and linearisation, from the compiled inverse-dynamics derivatives.
+
+The forward dynamics q̈ = FD(q, q̇, τ) solves ID(q, q̇, q̈) = τ. Differentiating that identity,
+
+    ∂ID/∂q + M ∂q̈/∂q = 0,   ∂ID/∂q̇ + M ∂q̈/∂q̇ = 0,   M ∂q̈/∂τ = I,
+
+so one Cholesky factorisation of M (SciPy) gives all three from the compiled ∂ID/∂q, ∂ID/∂q̇ at
+(q, q̇, FD(q, q̇, τ)): no symbolic inverse is differentiated.
+
+``linearize(robot, q, qd, tau)`` is the continuous state-space model of x = (q, q̇):
+ẋ ≈ A (x − x0) + B (τ − τ0), A = [[0, I], [∂q̈/∂q, ∂q̈/∂q̇]], B = [[0], [M⁻¹]]. With ``dt`` it is the exact
+Jacobian of one step of the harness's RK4 (the chain rule through its four stages), so a discrete-time
+controller or estimator designed on it matches the simulation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["forward_dynamics_derivatives", "linearize"]
+
+
+def forward_dynamics_derivatives(robot, q, qd, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(∂q̈/∂q, ∂q̈/∂q̇, ∂q̈/∂τ = M⁻¹) at one state; Coulomb friction's derivative is taken as zero."""
+    from scipy.linalg import cho_factor, cho_solve
+
+    q, qd, tau = (np.ascontiguousarray(v, dtype=float) for v in (q, qd, tau))
+    qdd = robot.forward_dynamics(q, qd, tau)
+    d_q, d_qd = robot.inverse_dynamics_derivatives(q, qd, qdd)
+    factor = cho_factor(robot.M(q), check_finite=True)
+    return -cho_solve(factor, d_q), -cho_solve(factor, d_qd), cho_solve(factor, np.eye(q.size))
+
+
+def _continuous(robot, q, qd, tau):
+    n = q.size
+    d_q, d_qd, m_inv = forward_dynamics_derivatives(robot, q, qd, tau)
+    A = np.zeros((2 * n, 2 * n))
+    A[:n, n:] = np.eye(n)
+    A[n:, :n], A[n:, n:] = d_q, d_qd
+    B = np.zeros((2 * n, n))
+    B[n:, :] = m_inv
+    return A, B
+
+
+def linearize(robot, q, qd, tau, dt: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(A, B) of the state-space model of x = (q, q̇) about (q, q̇, τ): continuous (ẋ = A x + B u), or with
+    ``dt`` the exact Jacobians of one RK4 step x_{k+1} = Φ(x_k, τ_k) of length ``dt`` (τ held)."""
+    q, qd, tau = (np.ascontiguousarray(v, dtype=float) for v in (q, qd, tau))
+    n = q.size
+    if dt is None:
+        return _continuous(robot, q, qd, tau)
+    if isinstance(dt, bool) or not (isinstance(dt, (int, float, np.floating)) and 0.0 < dt < np.inf):
+        raise ValueError(f"dt must be a positive, finite number of seconds, got {dt!r}")
+
+    def f(x):
+        return np.concatenate((x[n:], robot.forward_dynamics(x[:n], x[n:], tau)))
+
+    def jacobians(x):
+        return _continuous(robot, np.ascontiguousarray(x[:n]), np.ascontiguousarray(x[n:]), tau)
+
+    x = np.concatenate((q, qd))
+    identity = np.eye(2 * n)
+    # k_i = f(x + c_i dt k_{i-1}); dk_i/dx = A_i (I + c_i dt dk_{i-1}/dx), dk_i/du = A_i c_i dt dk_{i-1}/du + B_i
+    k1 = f(x)
+    A1, B1 = jacobians(x)
+    K1x, K1u = A1, B1
+    x2 = x + 0.5 * dt * k1
+    A2, B2 = jacobians(x2)
+    K2x, K2u = A2 @ (identity + 0.5 * dt * K1x), A2 @ (0.5 * dt * K1u) + B2
+    k2 = f(x2)
+    x3 = x + 0.5 * dt * k2
+    A3, B3 = jacobians(x3)
+    K3x, K3u = A3 @ (identity + 0.5 * dt * K2x), A3 @ (0.5 * dt * K2u) + B3
+    k3 = f(x3)
+    x4 = x + dt * k3
+    A4, B4 = jacobians(x4)
+    K4x, K4u = A4 @ (identity + dt * K3x), A4 @ (dt * K3u) + B4
+    Ad = identity + dt / 6.0 * (K1x + 2.0 * K2x + 2.0 * K3x + K4x)
+    Bd = dt / 6.0 * (K1u + 2.0 * K2u + 2.0 * K3u + K4u)
+    return Ad, Bd

@@ -1,0 +1,71 @@
+"""Forward-dynamics derivatives and linearisation (issue 13): against central differences of the compiled
+forward dynamics and of one compiled RK4 step, and the pendulum's closed form at its equilibria.
+Pinocchio's computeABADerivatives is the oracle on the Panda and the UR5 in test_pinocchio.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def _state(robot, seed: int):
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(-0.2, 0.2, robot.n) if robot.is_closed_chain else rng.uniform(-np.pi, np.pi, robot.n)
+    qd = rng.uniform(0.2, 1.5, robot.n) * rng.choice([-1.0, 1.0], robot.n)
+    return q, qd, robot.inverse_dynamics(q, qd, rng.uniform(-2, 2, robot.n))
+
+
+def _column_differences(function, x, step):
+    return np.column_stack([(function(x + step * e) - function(x - step * e)) / (2 * step) for e in np.eye(x.size)])
+
+
+@pytest.mark.parametrize("name", ["pendulum", "rr", "rrr", "puma560", "biglide"])
+def test_forward_dynamics_derivatives_match_differences(load, name):
+    robot = load(name)
+    for seed in range(5):
+        q, qd, tau = _state(robot, seed)
+        d_q, d_qd, m_inv = robot.forward_dynamics_derivatives(q, qd, tau)
+        scale = max(1.0, float(np.max(np.abs(d_q))), float(np.max(np.abs(d_qd))))
+        assert np.max(np.abs(d_q - _column_differences(lambda v: robot.forward_dynamics(v, qd, tau), q, 1e-6))) \
+            < 1e-6 * scale
+        assert np.max(np.abs(d_qd - _column_differences(lambda v: robot.forward_dynamics(q, v, tau), qd, 1e-6))) \
+            < 1e-6 * scale
+        np.testing.assert_allclose(m_inv @ robot.M(q), np.eye(robot.n), atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["rr", "rrr", "biglide"])
+def test_discrete_jacobians_are_those_of_one_rk4_step(load, name):
+    """With dt, (A, B) are the Jacobians of the harness's RK4 step (its compiled step, differenced)."""
+    robot = load(name)
+    n, dt = robot.n, 1e-3
+    q, qd, tau = _state(robot, 7)
+
+    def step(x, u):
+        position, velocity = x[:n].copy(), x[n:].copy()
+        robot._step(position, velocity, u, None, dt, 1, "rk4")
+        return np.concatenate((position, velocity))
+
+    A, B = robot.linearize(q, qd, tau, dt=dt)
+    x = np.concatenate((q, qd))
+    np.testing.assert_allclose(A, _column_differences(lambda v: step(v, tau), x, 1e-6), atol=1e-8)
+    np.testing.assert_allclose(B, _column_differences(lambda u: step(x, u), tau, 1e-3), rtol=1e-6,
+                               atol=1e-8 * float(np.max(np.abs(B))))  # differences: ~1e-13 of round-off
+
+
+def test_pendulum_linearisation_in_closed_form(load):
+    """I θ'' + d θ' + m g L sin θ = τ: about θ = 0 (hanging) A = [[0, 1], [-m g L / I, -d / I]], B = [[0], [1 / I]];
+    about θ = π (upright) the gravity term changes sign."""
+    robot = load("pendulum")
+    m, L, inertia, d, g0 = (robot.params[k] for k in ("m", "L", "I", "d", "g0"))
+    for theta, sign in ((0.0, -1.0), (np.pi, 1.0)):
+        A, B = robot.linearize(np.array([theta]), np.array([0.0]), robot.g(np.array([theta])))
+        np.testing.assert_allclose(A, [[0.0, 1.0], [sign * m * g0 * L / inertia, -d / inertia]], rtol=1e-12,
+                                   atol=1e-12)
+        np.testing.assert_allclose(B, [[0.0], [1.0 / inertia]], rtol=1e-12)
+
+
+def test_bad_dt_is_refused(load):
+    robot = load("rr")
+    for dt in (0.0, -1e-3, float("nan"), float("inf"), True, "1e-3"):
+        with pytest.raises(ValueError, match="dt"):
+            robot.linearize(np.zeros(2), np.zeros(2), np.zeros(2), dt=dt)
