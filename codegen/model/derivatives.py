@@ -42,7 +42,8 @@ def differentiate(definitions, outputs, variables, prefix: str = "dw") -> tuple[
     def total(expr: sp.Expr) -> dict[int, sp.Expr]:
         """Nonzero d expr / d variables[k] through the gradients known so far."""
         out: dict[int, sp.Expr] = {}
-        for symbol in expr.free_symbols:
+        # Sorted: a set's order changes with the process's hash seed, and generated files must not.
+        for symbol in sorted(expr.free_symbols, key=sp.default_sort_key):
             inner = gradient.get(symbol)
             if not inner:
                 continue
@@ -51,7 +52,7 @@ def differentiate(definitions, outputs, variables, prefix: str = "dw") -> tuple[
                 continue
             for k, d in inner.items():
                 out[k] = out.get(k, sp.Integer(0)) + partial * d
-        return {k: v for k, v in out.items() if v != 0}
+        return {k: out[k] for k in sorted(out) if out[k] != 0}
 
     for symbol, value in needed:
         derivatives = total(value)
