@@ -69,3 +69,34 @@ def test_bad_dt_is_refused(load):
     for dt in (0.0, -1e-3, float("nan"), float("inf"), True, "1e-3"):
         with pytest.raises(ValueError, match="dt"):
             robot.linearize(np.zeros(2), np.zeros(2), np.zeros(2), dt=dt)
+
+
+def test_cartpole_linearisation_at_the_upright_equilibrium(load):
+    """Cart x, pole angle θ from hanging down, point mass mp at l: M = [[mc + mp, mp l cos θ], [mp l cos θ, mp l²]],
+    V = -mp g l cos θ. At θ = π, at rest: A = [[0, I], [-M⁻¹ K, 0]] with K = diag(0, -mp g l), B = [[0], [M⁻¹]]."""
+    robot = load("cartpole")
+    mc, mp, l, g0 = (robot.params[k] for k in ("mc", "mp", "l", "g0"))
+    M = np.array([[mc + mp, -mp * l], [-mp * l, mp * l * l]])
+    K = np.diag([0.0, -mp * g0 * l])
+    q = np.array([0.3, np.pi])
+    A, B = robot.linearize(q, np.zeros(2), robot.g(q))
+    expected_A = np.block([[np.zeros((2, 2)), np.eye(2)], [-np.linalg.solve(M, K), np.zeros((2, 2))]])
+    np.testing.assert_allclose(A, expected_A, atol=1e-12)
+    np.testing.assert_allclose(B, np.vstack([np.zeros((2, 2)), np.linalg.inv(M)]), atol=1e-12)
+    assert np.max(np.linalg.eigvals(A).real) > 1.0  # the upright pole is unstable
+
+
+def test_acrobot_linearisation_at_the_upright_equilibrium(load):
+    """Spong's acrobot (angles from hanging down, q2 relative): M and the Hessian of the potential in closed form
+    at (π, 0); A = [[0, I], [-M⁻¹ G, 0]], B = [[0], [M⁻¹]]."""
+    robot = load("acrobot")
+    m1, m2, l1, lc1, lc2, I1, I2, g0 = (robot.params[k] for k in ("m1", "m2", "l1", "lc1", "lc2", "I1", "I2", "g0"))
+    c2 = 1.0  # cos q2 at q2 = 0
+    M = np.array([[I1 + I2 + m1 * lc1**2 + m2 * (l1**2 + lc2**2 + 2 * l1 * lc2 * c2), I2 + m2 * (lc2**2 + l1 * lc2 * c2)],
+                  [I2 + m2 * (lc2**2 + l1 * lc2 * c2), I2 + m2 * lc2**2]])
+    G = -g0 * np.array([[m1 * lc1 + m2 * l1 + m2 * lc2, m2 * lc2], [m2 * lc2, m2 * lc2]])
+    q = np.array([np.pi, 0.0])
+    A, B = robot.linearize(q, np.zeros(2), robot.g(q))
+    np.testing.assert_allclose(A[2:, :2], -np.linalg.solve(M, G), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(A[2:, 2:], 0.0, atol=1e-12)
+    np.testing.assert_allclose(B[2:], np.linalg.inv(M), rtol=1e-12)
