@@ -310,7 +310,7 @@ def _closed_chain_metadata(model) -> dict:
         first, second = form.plane[1], form.plane[2]
         info |= {
             "task_coordinates": [axes[first], axes[second]],
-            "assembly_modes": [1, -1],
+            "assembly_modes": list(chain.assembly_modes),
             "working_modes": [list(m) for m in form.working_modes],
             "assembly_meaning": (f"+1: the platform point lies to the left of the directed line from the passive joint "
                                  f"of {tree.joints[form.branches[0].passive].name} to that of "

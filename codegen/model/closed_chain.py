@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import sympy as sp
 
@@ -95,9 +95,6 @@ class ClosedChainModel:
     task_bias: sp.ImmutableMatrix | None = None
     passive_jacobian: sp.ImmutableMatrix | None = None
     passive_jacobian_dot: sp.ImmutableMatrix | None = None
-    tree_positions: sp.ImmutableMatrix | None = None  # x(q) at the build's assembly mode
-    tree_velocities: sp.ImmutableMatrix | None = None  # G q̇
-    timings: dict = field(default_factory=dict, compare=False)
 
     @property
     def assembly_modes(self) -> tuple[int, ...]:
@@ -437,8 +434,7 @@ def derive_closed_chain(description: RobotDescription, options, progress: Progre
         # No closed form: the module is the tree's, with the loop routines; robodyn.closed_chain simulates it
         # with multipliers.
         say(f"  no closed-form geometry ({reason}): the tree's model and the loop equations only")
-        closed = ClosedChainModel(**base, closed_form=None, reason=reason,
-                                  timings={"closed_chain_s": time.perf_counter() - started})
+        closed = ClosedChainModel(**base, closed_form=None, reason=reason)
         return dataclasses.replace(tree, description=description, closed_chain=closed, method="closed_chain_tree",
                                    timings=dict(tree.timings, closed_chain_s=time.perf_counter() - started))
     reduced_description = _reduced_description(description)
@@ -516,8 +512,7 @@ def derive_closed_chain(description: RobotDescription, options, progress: Progre
         **base, closed_form=closed_form, reason="",
         task_jacobian=sp.ImmutableMatrix(J), task_jacobian_dot=sp.ImmutableMatrix(J_dot),
         task_bias=sp.ImmutableMatrix(b), passive_jacobian=sp.ImmutableMatrix(Jp),
-        passive_jacobian_dot=sp.ImmutableMatrix(Jp_dot), tree_positions=sp.ImmutableMatrix(x),
-        tree_velocities=sp.ImmutableMatrix(xd), timings={"closed_chain_s": time.perf_counter() - started})
+        passive_jacobian_dot=sp.ImmutableMatrix(Jp_dot))
     say(f"  reduced to {n} actuated coordinates in {time.perf_counter() - started:.2f} s")
     return SymbolicModel(
         description=reduced_description, q=q, qd=qd, qdd=qdd, tau=tau, wrench=wrench,

@@ -48,7 +48,7 @@ def demo(args) -> int:
     qd = rng.uniform(-1.0, 1.0, n)
     qdd = rng.uniform(-1.0, 1.0, n)
     np.set_printoptions(precision=4, suppress=True)
-    constrained = robot.is_closed_chain and not robot.metadata["closed_chain"]["closed_form"]
+    constrained = robot.is_constrained
     if constrained:  # tree coordinates: velocities and accelerations must keep the loops closed
         from .closed_chain import ConstrainedDynamics
 
@@ -99,7 +99,7 @@ def _demo_position(robot, rng) -> np.ndarray:
     (with a closed form), or the assembled start (without)."""
     if not robot.is_closed_chain:
         return rng.uniform(-1.0, 1.0, robot.n)
-    if not robot.metadata["closed_chain"]["closed_form"]:
+    if robot.is_constrained:
         return start_position(robot)
     for _ in range(1000):
         q = rng.uniform(-1.0, 1.0, robot.n) * rng.uniform(0.0, 1.0)
@@ -140,7 +140,7 @@ def start_position(robot) -> np.ndarray:
         lower, upper = limit.get("lower"), limit.get("upper")
         if lower is not None and upper is not None and not lower <= 0.0 <= upper:
             q0[i] = 0.5 * (lower + upper)
-    if robot.is_closed_chain and not robot.metadata["closed_chain"]["closed_form"]:
+    if robot.is_constrained:
         from .closed_chain import ConstrainedDynamics
 
         model = ConstrainedDynamics(robot)
@@ -222,7 +222,7 @@ def simulate_command(args) -> int:
     model = robot.copy()
     for name, value in parse_assignments(args.model_set, "--model-set").items():
         model.params[name] = value
-    constrained = robot.is_closed_chain and not robot.metadata["closed_chain"]["closed_form"]
+    constrained = robot.is_constrained
     if args.controller is None:
         args.controller = "none" if constrained else "computed-torque"
     elif constrained and args.controller != "none":

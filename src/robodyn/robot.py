@@ -215,6 +215,12 @@ class Robot(RobotCore):
         return info
 
     @property
+    def is_constrained(self) -> bool:
+        """A closed chain without a closed-form reduced model: its coordinates are every joint of its tree and
+        robodyn.closed_chain.ConstrainedDynamics solves its loops (simulation uses it)."""
+        return self.is_closed_chain and not self.metadata["closed_chain"]["closed_form"]
+
+    @property
     def assembly_mode(self) -> int:
         """The assembly mode the dynamics were compiled for (+1 or -1; the build option assembly_mode)."""
         return int(self._chain()["assembly_mode"])
@@ -271,15 +277,19 @@ class Robot(RobotCore):
             raise ValueError(f"{what} has no solution in mode {mode}{where}: the mechanism cannot be assembled there")
         return values
 
+    def _in_assembly_mode(self, modes: np.ndarray, mode, what: str) -> np.ndarray:
+        """The rows of one assembly mode (default: the robot's) out of a routine's all-modes result."""
+        info = self._chain(closed_form=True)
+        mode = self.assembly_mode if mode is None else mode
+        row = self._mode_row(mode, info["assembly_modes"], "assembly")
+        return self._assembled(np.ascontiguousarray(modes[..., row, :]), what, mode)
+
     def dgm(self, q, mode=None) -> np.ndarray:
         """Direct geometric model: the end-effector coordinates (``task_coordinates``) at actuated positions q,
         in assembly mode ``mode`` (+1 or -1; default: the mode the robot was built for). Shape (e,) or (N, e).
         ValueError where the mechanism cannot be assembled."""
-        info = self._chain(closed_form=True)
-        mode = self.assembly_mode if mode is None else mode
-        row = self._mode_row(mode, info["assembly_modes"], "assembly")
-        return self._assembled(np.ascontiguousarray(self.dgm_modes(q)[..., row, :]), "the direct geometric model",
-                               mode)
+        self._chain(closed_form=True)
+        return self._in_assembly_mode(self.dgm_modes(q), mode, "the direct geometric model")
 
     def igm(self, x, mode=None) -> np.ndarray:
         """Inverse geometric model: actuated positions that put the end effector at x, in working mode ``mode``
@@ -297,11 +307,8 @@ class Robot(RobotCore):
     def passive_positions(self, q, mode=None) -> np.ndarray:
         """Positions of the passive joints (``passive_joint_names``) at actuated positions q, in assembly mode
         ``mode`` (default: the robot's)."""
-        info = self._chain(closed_form=True)
-        mode = self.assembly_mode if mode is None else mode
-        row = self._mode_row(mode, info["assembly_modes"], "assembly")
-        return self._assembled(np.ascontiguousarray(self.passive_modes(q)[..., row, :]), "the passive-joint model",
-                               mode)
+        self._chain(closed_form=True)
+        return self._in_assembly_mode(self.passive_modes(q), mode, "the passive-joint model")
 
     def tree_positions(self, q, mode=None) -> np.ndarray:
         """Every joint of the virtual tree (``tree_joint_names`` order) at actuated positions q."""

@@ -232,8 +232,7 @@ class SimulatedPlant:
         # Closed chains: stop at a type-2 singularity instead of integrating through it.
         self.singularity_margin = float(singularity_margin) if getattr(robot, "is_closed_chain", False) else 0.0
         # A closed chain without a reduced model: the multiplier model in its tree coordinates.
-        chain = robot.metadata.get("closed_chain") if isinstance(getattr(robot, "metadata", None), dict) else None
-        if isinstance(chain, dict) and not chain.get("closed_form", True):
+        if getattr(robot, "is_constrained", False):
             self._start_constrained(robot)
         elif self.singularity_margin > 0.0:
             _singularity_check(robot, self.singularity_margin, np.zeros(1), self.q[None], self.qd[None])
@@ -698,9 +697,7 @@ def simulate(robot, controller=None, *, duration: float, rate: float = 1000.0, q
     falls below ``singularity_margin`` (0 turns the check off).
     """
     if controller is None:
-        chain = robot.metadata.get("closed_chain") if isinstance(getattr(robot, "metadata", None), dict) else None
-        constrained = isinstance(chain, dict) and not chain.get("closed_form", True)
-        controller = ZeroTorque(robot.n) if constrained else NoControl(robot)
+        controller = ZeroTorque(robot.n) if getattr(robot, "is_constrained", False) else NoControl(robot)
     if isinstance(rate, bool) or not isinstance(rate, (int, float, np.integer, np.floating)) or not (
             0.0 < rate < math.inf):
         raise ValueError(f"rate must be a positive, finite number of Hz, got {rate!r}")

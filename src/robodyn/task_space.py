@@ -104,10 +104,7 @@ class Circle(TaskPath):
 def closed_form(robot) -> bool:
     """Whether ``robot`` is a closed chain with a closed-form geometry in its actuated coordinates (dgm, igm,
     task_jacobian): what a TaskReference needs."""
-    if not getattr(robot, "is_closed_chain", False):
-        return False
-    chain = robot.metadata.get("closed_chain")
-    return isinstance(chain, dict) and chain.get("closed_form", True) is not False
+    return bool(getattr(robot, "is_closed_chain", False)) and not robot.is_constrained
 
 
 def _require_closed_form(robot) -> None:
