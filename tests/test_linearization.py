@@ -73,7 +73,8 @@ def test_bad_dt_is_refused(load):
 
 def test_cartpole_linearisation_at_the_upright_equilibrium(load):
     """Cart x, pole angle θ from hanging down, point mass mp at l: M = [[mc + mp, mp l cos θ], [mp l cos θ, mp l²]],
-    V = -mp g l cos θ. At θ = π, at rest: A = [[0, I], [-M⁻¹ K, 0]] with K = diag(0, -mp g l), B = [[0], [M⁻¹]]."""
+    V = -mp g l cos θ. At θ = π, at rest: A = [[0, I], [-M⁻¹ K, 0]] with K = diag(0, -mp g l), B = [[0], [M⁻¹ S]]
+    with S = [1, 0]ᵀ (only the cart is pushed)."""
     robot = load("cartpole")
     mc, mp, l, g0 = (robot.params[k] for k in ("mc", "mp", "l", "g0"))
     M = np.array([[mc + mp, -mp * l], [-mp * l, mp * l * l]])
@@ -82,13 +83,14 @@ def test_cartpole_linearisation_at_the_upright_equilibrium(load):
     A, B = robot.linearize(q, np.zeros(2), robot.g(q))
     expected_A = np.block([[np.zeros((2, 2)), np.eye(2)], [-np.linalg.solve(M, K), np.zeros((2, 2))]])
     np.testing.assert_allclose(A, expected_A, atol=1e-12)
-    np.testing.assert_allclose(B, np.vstack([np.zeros((2, 2)), np.linalg.inv(M)]), atol=1e-12)
+    # one input: the cart's force (the pole is passive)
+    np.testing.assert_allclose(B, np.vstack([np.zeros((2, 1)), np.linalg.inv(M)[:, :1]]), atol=1e-12)
     assert np.max(np.linalg.eigvals(A).real) > 1.0  # the upright pole is unstable
 
 
 def test_acrobot_linearisation_at_the_upright_equilibrium(load):
     """Spong's acrobot (angles from hanging down, q2 relative): M and the Hessian of the potential in closed form
-    at (π, 0); A = [[0, I], [-M⁻¹ G, 0]], B = [[0], [M⁻¹]]."""
+    at (π, 0); A = [[0, I], [-M⁻¹ G, 0]], B = [[0], [M⁻¹ S]] with S = [0, 1]ᵀ (the shoulder is passive)."""
     robot = load("acrobot")
     m1, m2, l1, lc1, lc2, I1, I2, g0 = (robot.params[k] for k in ("m1", "m2", "l1", "lc1", "lc2", "I1", "I2", "g0"))
     c2 = 1.0  # cos q2 at q2 = 0
@@ -99,4 +101,4 @@ def test_acrobot_linearisation_at_the_upright_equilibrium(load):
     A, B = robot.linearize(q, np.zeros(2), robot.g(q))
     np.testing.assert_allclose(A[2:, :2], -np.linalg.solve(M, G), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(A[2:, 2:], 0.0, atol=1e-12)
-    np.testing.assert_allclose(B[2:], np.linalg.inv(M), rtol=1e-12)
+    np.testing.assert_allclose(B[2:], np.linalg.inv(M)[:, 1:], rtol=1e-12)  # one input: the elbow's motor

@@ -134,6 +134,9 @@ class RobotDescription:
     # that forward dynamics factors M with.
     bodies: tuple[Joint, ...] = ()
     closure: ClosedChain | None = None  # loops and actuated joints of a closed-chain mechanism
+    # A serial or tree robot's motorised joints (indices in ``joints``, ascending); None: every joint. The
+    # others are passive: coordinates of the model with zero torque (an acrobot's shoulder, a cart-pole's pole).
+    actuated: tuple[int, ...] | None = None
 
     @property
     def tree(self) -> tuple[Joint, ...]:

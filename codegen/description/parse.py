@@ -484,9 +484,11 @@ def parse_text(text: str, path: str = "<string>", data: bytes | None = None,
             tool_link = link_names.get(link, names.get(link, -2))
             if tool_link == -2:
                 raise link_node.error(f"unknown link {link!r} (give a link or joint name)")
-    closure = None
+    closure, actuated = None, None
     with problems.section():
         closure = _parse_closure(root, names, link_names, problems)
+    with problems.section():
+        actuated = _parse_open_chain_actuation(root, names)
     problems.raise_if_any()
     _check_planar_inertias(items, joints, base)
     loop_points = [point for loop in closure.loops for point in loop.points] if closure else []
@@ -500,7 +502,8 @@ def parse_text(text: str, path: str = "<string>", data: bytes | None = None,
     digest = hashlib.sha256(data if data is not None else text.encode()).hexdigest()
     return RobotDescription(name=name, path=path, source_sha256=digest, summary=summary,
                             parameters=parameters, gravity=gravity, base=sp.ImmutableMatrix(base),
-                            joints=joints, tool=sp.ImmutableMatrix(tool), tool_link=tool_link, closure=closure)
+                            joints=joints, tool=sp.ImmutableMatrix(tool), tool_link=tool_link, closure=closure,
+                            actuated=actuated)
 
 
 def _link_index(node: _Node, names: dict[str, int], link_names: dict[str, int], what: str) -> int:
@@ -515,13 +518,35 @@ def _link_index(node: _Node, names: dict[str, int], link_names: dict[str, int], 
     raise node.error(f"unknown {what} {name!r}; give a link or joint name, or 'base' (links: {', '.join(link_names)})")
 
 
+def _parse_actuated(root: _Node, names: dict[str, int]) -> tuple[int, ...]:
+    """'actuated': the motorised joints, as indices in the joint list, in the order given."""
+    actuated_node = root.get("actuated")
+    actuated: list[int] = []
+    for node in actuated_node.sequence():
+        name = node.string()
+        if name not in names:
+            raise node.error(f"unknown joint {name!r}; joints: {', '.join(names)}")
+        if names[name] in actuated:
+            raise node.error(f"joint {name!r} is listed twice")
+        actuated.append(names[name])
+    if not actuated:
+        raise actuated_node.error("give at least one actuated joint")
+    return tuple(actuated)
+
+
+def _parse_open_chain_actuation(root: _Node, names: dict[str, int]) -> tuple[int, ...] | None:
+    """A serial or tree robot's 'actuated' list, in joint order; None when absent (every joint has a motor).
+    The joints left out are passive: they stay coordinates of the model, with zero torque."""
+    if root.has("loops") or not root.has("actuated"):
+        return None
+    actuated = tuple(sorted(_parse_actuated(root, names)))
+    return None if len(actuated) == len(names) else actuated
+
+
 def _parse_closure(root: _Node, names: dict[str, int], link_names: dict[str, int],
                    problems: DescriptionErrors) -> ClosedChain | None:
     """'loops' (the cut joints) and 'actuated' (the motors) of a closed-chain mechanism, or None."""
     if not root.has("loops"):
-        if root.has("actuated"):
-            raise root.get("actuated").error("'actuated' is for closed chains (give 'loops' too); in a serial or "
-                                              "tree robot every joint is actuated")
         return None
     loops_node = root.get("loops")
     items = loops_node.sequence()
@@ -554,18 +579,8 @@ def _parse_closure(root: _Node, names: dict[str, int], link_names: dict[str, int
             loops.append(LoopClosure(name, kind, links, points, axis, item.line))
     if not root.has("actuated"):
         raise loops_node.error("a closed chain needs 'actuated': the list of its motorised joints")
-    actuated_node = root.get("actuated")
-    actuated = []
-    for node in actuated_node.sequence():
-        name = node.string()
-        if name not in names:
-            raise node.error(f"unknown joint {name!r}; joints: {', '.join(names)}")
-        if names[name] in actuated:
-            raise node.error(f"joint {name!r} is listed twice")
-        actuated.append(names[name])
-    if not actuated:
-        raise actuated_node.error("give at least one actuated joint")
-    return ClosedChain(tuple(loops), tuple(actuated), loops_node.line, actuated_node.line)
+    actuated = _parse_actuated(root, names)
+    return ClosedChain(tuple(loops), actuated, loops_node.line, root.get("actuated").line)
 
 
 def _check_planar_inertias(items: list[_Node], joints: tuple[Joint, ...], base: sp.Matrix) -> None:

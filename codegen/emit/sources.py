@@ -271,6 +271,7 @@ def build_metadata(routines: RoutineSet, operation_counts: dict) -> dict:
         "limits": [{"lower": j.limits.lower, "upper": j.limits.upper, "velocity": j.limits.velocity,
                     "effort": j.limits.effort} for j in description.joints],
         "parameters": [{"name": p.name, "default": p.default} for p in description.parameters],
+        "actuated": _actuated_coordinates(model),
         "method": model.method,
         "options": routines.options.as_dict(),
         "routines": {d.routine.name: {"algorithm": d.algorithm, "operations": operation_counts[d.routine.name]}
@@ -278,6 +279,18 @@ def build_metadata(routines: RoutineSet, operation_counts: dict) -> dict:
         **_identification_metadata(model),
         **_closed_chain_metadata(model),
     }
+
+
+def _actuated_coordinates(model) -> list[int]:
+    """The coordinates that have a motor, ascending: a passive joint is a coordinate with zero torque. A closed
+    chain's reduced model has its actuated joints as coordinates; its multiplier model (no closed form) every
+    joint of its tree."""
+    description, chain = model.description, model.closed_chain
+    if chain is not None:
+        return sorted(chain.actuated) if chain.closed_form is None else list(range(model.n))
+    if description.actuated is not None:
+        return list(description.actuated)
+    return list(range(model.n))
 
 
 def _closed_chain_metadata(model) -> dict:

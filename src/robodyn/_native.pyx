@@ -91,6 +91,8 @@ cdef extern from "robodyn_sim.h" nogil:
         const double* kd
         const double* tau_limit
         int friction_at_reference
+        const double* gain
+        const double* tau_ref
     ctypedef struct rd_law:
         rd_controller controller
         rd_reference reference
@@ -106,6 +108,7 @@ cdef extern from "robodyn_sim.h" nogil:
         int measure_time
         long first_sample
         long end_sample
+        const double* actuation
     ctypedef struct rd_trajectory:
         double* q
         double* qd
@@ -118,7 +121,7 @@ cdef extern from "robodyn_sim.h" nogil:
     enum:
         RD_OK, RD_ERR_SINGULAR, RD_ERR_NONFINITE, RD_ERR_ARGUMENT
         RD_REF_HOLD, RD_REF_STEP, RD_REF_SINE, RD_REF_QUINTIC
-        RD_CTRL_NONE, RD_CTRL_PD, RD_CTRL_PD_GRAVITY, RD_CTRL_COMPUTED_TORQUE, RD_CTRL_SLOTINE_LI
+        RD_CTRL_NONE, RD_CTRL_PD, RD_CTRL_PD_GRAVITY, RD_CTRL_COMPUTED_TORQUE, RD_CTRL_SLOTINE_LI, RD_CTRL_STATE_FEEDBACK
         RD_EULER, RD_SEMI_IMPLICIT_EULER, RD_RK4
     long rd_workspace_size(int n)
     void rd_reference_eval(const rd_reference* ref, int n, double t, double* q, double* qd, double* qdd)
@@ -634,11 +637,12 @@ cdef class RobotCore:
     # -- simulation (robodyn.simulation documents the conventions) --------
 
     def _control_law(self, str controller, kp=None, kd=None, tau_limit=None, str reference="hold", double t0=0.0,
-                    double duration=0.0, a=None, b=None, omega=None, phase=None, bint friction_at_reference=False):
+                    double duration=0.0, a=None, b=None, omega=None, phase=None, bint friction_at_reference=False,
+                    gain=None, tau_ref=None):
         """A compiled control law that uses this robot as its model (see ControlLaw)."""
         self._require_model()
         return ControlLaw(self, controller, kp, kd, tau_limit, reference, t0, duration, a, b, omega, phase,
-                          friction_at_reference)
+                          friction_at_reference, gain, tau_ref)
 
     def _step(self, q, qd, tau, h=None, double dt=1e-3, int substeps=1, str integrator="rk4"):
         """Advance the state arrays q and qd in place by ``substeps`` steps of dt, torque and wrench held."""
@@ -674,12 +678,15 @@ cdef class RobotCore:
             _raise_status(status, "step")
 
     def _simulate(self, law, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, compute_time, double period,
-                 str integrator="rk4", int substeps=1, disturbance=None, wrench=None, bint measure_time=True):
+                 str integrator="rk4", int substeps=1, disturbance=None, wrench=None, bint measure_time=True,
+                 actuation=None):
         """Closed-loop simulation over len(q) - 1 control periods, in C without the GIL.
 
         ``law``: a ControlLaw capsule (``ControlLaw.capsule()``, whose model may be another robot with
         the same n). q and qd: (ticks + 1, n) arrays whose first row is the initial state; the
         other outputs are arrays of the same shape or None (compute_time: (ticks + 1,)).
+        ``actuation``: None (every joint has a motor) or n values, 1 on a motorised joint and 0 on a
+        passive one, where the controller's torque is dropped.
         """
         self._require_model()
         cdef int n = self._n
@@ -723,6 +730,10 @@ cdef class RobotCore:
         config.disturbance = _data(disturbance_array)
         config.wrench = _data(wrench_array)
         config.measure_time = measure_time and times is not None
+        actuation_array = None if actuation is None else _checked(actuation, "actuation", -1, n, False)
+        if actuation_array is not None and not np.all((actuation_array == 0.0) | (actuation_array == 1.0)):
+            raise ValueError("actuation: expected 0 (passive) or 1 (motorised) per joint")
+        config.actuation = _data(actuation_array)
         _check_finite(self._core.p, self._core.n_params, "params")
         _check_finite(c_law.controller.model.p, c_law.controller.model.n_params, "controller model params")
         cdef rd_trajectory out
@@ -772,7 +783,8 @@ _locate_core()
 cdef long SIMULATION_CHUNK = 4096  # ticks between checks for Ctrl-C: ~2 ms (rr) to ~20 ms (6-joint arm)
 INTEGRATORS = {"euler": RD_EULER, "semi-implicit-euler": RD_SEMI_IMPLICIT_EULER, "rk4": RD_RK4}
 CONTROLLERS = {"none": RD_CTRL_NONE, "pd": RD_CTRL_PD, "pd-gravity": RD_CTRL_PD_GRAVITY,
-               "computed-torque": RD_CTRL_COMPUTED_TORQUE, "slotine-li": RD_CTRL_SLOTINE_LI}
+               "computed-torque": RD_CTRL_COMPUTED_TORQUE, "slotine-li": RD_CTRL_SLOTINE_LI,
+               "state-feedback": RD_CTRL_STATE_FEEDBACK}
 REFERENCES = {"hold": RD_REF_HOLD, "step": RD_REF_STEP, "sine": RD_REF_SINE, "quintic": RD_REF_QUINTIC}
 
 
@@ -835,7 +847,7 @@ cdef class ControlLaw:
     cdef cnp.ndarray _ref_q, _ref_qd, _ref_qdd
 
     def __cinit__(self, RobotCore model not None, str controller, kp, kd, tau_limit, str reference, double t0,
-                  double duration, a, b, omega, phase, bint friction_at_reference=False):
+                  double duration, a, b, omega, phase, bint friction_at_reference=False, gain=None, tau_ref=None):
         model._require_model()
         if controller not in CONTROLLERS:
             raise ValueError(f"unknown controller {controller!r}; expected one of {', '.join(CONTROLLERS)}")
@@ -850,12 +862,22 @@ cdef class ControlLaw:
         for name, value in (("kp", kp), ("kd", kd), ("tau_limit", tau_limit), ("a", a), ("b", b),
                             ("omega", omega), ("phase", phase)):
             arrays.append(None if value is None else _checked(value, name, -1, n, False))
-        self._arrays = tuple(arrays)
+        feedback = self._law.controller.kind == RD_CTRL_STATE_FEEDBACK
+        gain_array = None if gain is None else _checked(gain, "gain", n, 2 * n, False)
+        tau_ref_array = None if tau_ref is None else _checked(tau_ref, "tau_ref", -1, n, False)
+        if feedback and (gain_array is None or tau_ref_array is None):
+            raise ValueError("controller 'state-feedback' needs gain (n x 2n) and tau_ref (n)")
+        if not feedback and (gain is not None or tau_ref is not None):
+            raise ValueError("gain and tau_ref are for the controller 'state-feedback'")
+        self._arrays = tuple(arrays) + (gain_array, tau_ref_array)
         for name, array in zip(("kp", "kd", "tau_limit"), arrays[:3]):
             if array is not None and np.any(array < 0.0):
                 raise ValueError(f"{name}: must be non-negative")
-        if self._law.controller.kind != RD_CTRL_NONE and (arrays[0] is None or arrays[1] is None):
+        if self._law.controller.kind not in (RD_CTRL_NONE, RD_CTRL_STATE_FEEDBACK) and (
+                arrays[0] is None or arrays[1] is None):
             raise ValueError(f"controller {controller!r} needs both gain vectors")
+        self._law.controller.gain = _data(gain_array)
+        self._law.controller.tau_ref = _data(tau_ref_array)
         self._law.controller.kp = _data(arrays[0])
         self._law.controller.kd = _data(arrays[1])
         self._law.controller.tau_limit = _data(arrays[2])

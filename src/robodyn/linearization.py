@@ -7,17 +7,21 @@ The forward dynamics q̈ = FD(q, q̇, τ) solves ID(q, q̇, q̈) = τ. Different
 so one Cholesky factorisation of M (SciPy) gives all three from the compiled ∂ID/∂q, ∂ID/∂q̇ at
 (q, q̇, FD(q, q̇, τ)): no symbolic inverse is differentiated.
 
-``linearize(robot, q, qd, tau)`` is the continuous state-space model of x = (q, q̇):
-ẋ ≈ A (x − x0) + B (τ − τ0), A = [[0, I], [∂q̈/∂q, ∂q̈/∂q̇]], B = [[0], [M⁻¹]]. With ``dt`` it is the exact
-Jacobian of one step of the harness's RK4 (the chain rule through its four stages), so a discrete-time
-controller or estimator designed on it matches the simulation.
+``linearize(robot, q, qd, tau)`` is the continuous state-space model of x = (q, q̇) with the motor torques u
+as inputs (τ = S u, S = ``robot.actuation_matrix``: a passive joint has no column):
+ẋ ≈ A (x − x0) + B (u − u0), A = [[0, I], [∂q̈/∂q, ∂q̈/∂q̇]], B = [[0], [M⁻¹ S]]. With ``dt`` it is the exact
+Jacobian of one step of the harness's RK4 (the chain rule through its four stages, the torque held over the
+step), so a discrete-time controller or estimator designed on it matches the simulation.
+
+Friction: Coulomb friction fc sgn(q̇) has the derivative zero (taken as zero at q̇ = 0 too, where it does not
+exist); viscous friction contributes −M⁻¹ D to ∂q̈/∂q̇.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["forward_dynamics_derivatives", "linearize"]
+__all__ = ["forward_dynamics_derivatives", "linearize", "joint_torque"]
 
 
 def forward_dynamics_derivatives(robot, q, qd, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -31,21 +35,46 @@ def forward_dynamics_derivatives(robot, q, qd, tau) -> tuple[np.ndarray, np.ndar
     return -cho_solve(factor, d_q), -cho_solve(factor, d_qd), cho_solve(factor, np.eye(q.size))
 
 
+def joint_torque(robot, tau) -> np.ndarray:
+    """The n joint torques for ``tau`` given per joint (n values, zero on passive joints up to round-off, e.g.
+    g(q) at an equilibrium) or per motor (``robot.n_actuated`` values, in the order of ``robot.actuated``)."""
+    tau = np.ascontiguousarray(tau, dtype=float)
+    actuated = list(robot.actuated)
+    if tau.shape == (robot.n,):
+        tolerance = 1e-9 * (1.0 + float(np.max(np.abs(tau))))
+        passive = [i for i in range(robot.n) if i not in actuated and not abs(tau[i]) <= tolerance]
+        if passive:
+            names = ", ".join(f"{robot.joint_names[i]} ({tau[i]:.6g})" for i in passive)
+            raise ValueError(f"tau: {names} has no motor (a passive joint): give 0 there, or the "
+                             f"{robot.n_actuated} motor torques only")
+        return tau
+    if tau.shape == (len(actuated),):
+        full = np.zeros(robot.n)
+        full[actuated] = tau
+        return full
+    raise ValueError(f"tau: expected {robot.n} joint torques or {len(actuated)} motor torques, got shape {tau.shape}")
+
+
 def _continuous(robot, q, qd, tau):
     n = q.size
     d_q, d_qd, m_inv = forward_dynamics_derivatives(robot, q, qd, tau)
     A = np.zeros((2 * n, 2 * n))
     A[:n, n:] = np.eye(n)
     A[n:, :n], A[n:, n:] = d_q, d_qd
-    B = np.zeros((2 * n, n))
-    B[n:, :] = m_inv
+    B = np.zeros((2 * n, robot.n_actuated))
+    B[n:, :] = m_inv[:, list(robot.actuated)]
     return A, B
 
 
 def linearize(robot, q, qd, tau, dt: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(A, B) of the state-space model of x = (q, q̇) about (q, q̇, τ): continuous (ẋ = A x + B u), or with
-    ``dt`` the exact Jacobians of one RK4 step x_{k+1} = Φ(x_k, τ_k) of length ``dt`` (τ held)."""
-    q, qd, tau = (np.ascontiguousarray(v, dtype=float) for v in (q, qd, tau))
+    ``dt`` the exact Jacobians of one RK4 step x_{k+1} = Φ(x_k, u_k) of length ``dt`` (u held). B has a column
+    per motor (``robot.actuated``); ``tau`` is given per joint or per motor (see ``joint_torque``)."""
+    if getattr(robot, "is_constrained", False):
+        raise ValueError(f"{robot.name} has no closed-form reduced model: its multiplier model "
+                         "(robodyn.closed_chain.ConstrainedDynamics) has no linearisation yet")
+    q, qd = (np.ascontiguousarray(v, dtype=float) for v in (q, qd))
+    tau = joint_torque(robot, tau)
     n = q.size
     if dt is None:
         return _continuous(robot, q, qd, tau)

@@ -133,6 +133,33 @@ class Robot(RobotCore):
     def joint_limits(self) -> list[dict]:
         return [dict(limit) for limit in self.metadata["limits"]]
 
+    @property
+    def actuated(self) -> tuple[int, ...]:
+        """Indices (ascending) of the coordinates that have a motor; the others are passive (zero torque). The
+        description's ``actuated:`` list; every joint when it has none."""
+        return tuple(int(i) for i in self.metadata.get("actuated", range(self.n)))
+
+    @property
+    def n_actuated(self) -> int:
+        """How many coordinates have a motor: the number of inputs (columns of B in ``linearize``)."""
+        return len(self.actuated)
+
+    @property
+    def is_underactuated(self) -> bool:
+        """Some coordinate has no motor (an acrobot's shoulder, a cart-pole's pendulum)."""
+        return self.n_actuated < self.n
+
+    @property
+    def actuated_joint_names(self) -> tuple[str, ...]:
+        return tuple(self.joint_names[i] for i in self.actuated)
+
+    @property
+    def actuation_matrix(self) -> np.ndarray:
+        """S (n x n_actuated): the joint torques are τ = S u for the motor torques u (a new array)."""
+        selection = np.zeros((self.n, self.n_actuated))
+        selection[list(self.actuated), range(self.n_actuated)] = 1.0
+        return selection
+
     # -- identification: tau = regressor(q, qd, qdd) @ dynamic_parameters() ---------------------
 
     def _identification(self) -> dict:
@@ -235,6 +262,10 @@ class Robot(RobotCore):
 
     @property
     def passive_joint_names(self) -> tuple[str, ...]:
+        """The joints without a motor: a closed chain's passive joints (in its tree) or a serial or tree robot's
+        passive coordinates."""
+        if not self.is_closed_chain:
+            return tuple(name for i, name in enumerate(self.joint_names) if i not in self.actuated)
         info = self._chain()
         return tuple(info["tree_joint_names"][i] for i in info["passive"])
 

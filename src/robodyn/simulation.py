@@ -190,7 +190,9 @@ class SimulatedPlant:
     """The compiled robot as a plant: ``write(tau)`` advances the state by one control period.
 
     ``robot`` is the true plant (its parameters may differ from the controller's model);
-    ``disturbance`` (joint torques) and ``wrench`` (on the tool) are added to every write.
+    ``disturbance`` (joint torques) and ``wrench`` (on the tool) are added to every write. A passive joint
+    (not in the description's ``actuated`` list) has no motor: the torque written for it is dropped, while a
+    disturbance still acts on it.
     """
 
     def __init__(self, robot, period: float, q0=None, qd0=None, *, integrator: str = "rk4", substeps: int = 1,
@@ -223,6 +225,12 @@ class SimulatedPlant:
         self.last_applied: np.ndarray | None = None
         self.last_wrench: np.ndarray | None = None
         self.constrained = None  # set below for a closed chain without a reduced model
+        # 1 on a motorised coordinate, 0 on a passive one (None: every joint has a motor)
+        self.actuation: np.ndarray | None = None
+        if getattr(robot, "is_underactuated", False) and not getattr(robot, "is_constrained", False):
+            self.actuation = np.zeros(self.n)
+            self.actuation[list(robot.actuated)] = 1.0
+            self.actuation.setflags(write=False)
         # Per-write constants: write() runs at every tick of a Python loop.
         self._step = robot._step if self.compiled else None
         self._dt = self.period / self.substeps
@@ -294,18 +302,21 @@ class SimulatedPlant:
         return self.q.copy(), self.qd.copy()
 
     def applied_torque(self, tau, k: int) -> np.ndarray:
-        """The controller's torque plus the disturbance at tick k (tau itself when there is none)."""
+        """The motors' torque (the controller's, zero on passive joints) plus the disturbance at tick k (tau
+        itself when there is neither)."""
         if type(tau) is not np.ndarray or tau.dtype != np.float64 or not tau.flags.c_contiguous:
             tau = np.ascontiguousarray(tau, dtype=np.float64)
         if tau.shape != (self.n,):
             raise ValueError(f"tau: expected shape ({self.n},), got {tau.shape}")
+        if self.actuation is not None:
+            tau = tau * self.actuation
         if not self.disturbance.present:
             return tau
         return tau + self.disturbance.at(k)
 
     def write(self, tau) -> None:
         # An ndarray goes straight to the compiled step, which checks it (dtype, shape, finite).
-        if type(tau) is np.ndarray and not self.disturbance.present:
+        if type(tau) is np.ndarray and not self.disturbance.present and self.actuation is None:
             applied = tau
         else:
             applied = self.applied_torque(tau, self.tick)
@@ -556,7 +567,7 @@ class Harness:
             q[1:], qd[1:] = np.nan, np.nan
         try:
             plant.robot._simulate(law, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, compute, plant.period,
-                                  plant.integrator, plant.substeps, disturbance, wrench, True)
+                                  plant.integrator, plant.substeps, disturbance, wrench, True, plant.actuation)
         except (ValueError, ArithmeticError):  # a failed step: M not positive definite past the locus
             if not guarded:
                 raise
@@ -635,6 +646,8 @@ class Harness:
         q_ref = qd_ref = qdd_ref = None
         if isinstance(reference, Reference):
             q_ref, qd_ref, qdd_ref = reference.evaluate(t)
+        if simulated and plant.actuation is not None:
+            tau *= plant.actuation  # what the motors applied: nothing on passive joints
         robot = plant.robot.copy() if simulated else None
         return Trajectory(t, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, stats, robot)
 

@@ -173,6 +173,17 @@ int rd_control(const rd_controller *ctrl, const double *q, const double *qd, con
         for (int i = 0; i < n; ++i)
             tau[i] -= tmp[i] + kd[i] * s[i];
         break;
+    case RD_CTRL_STATE_FEEDBACK:
+        if (ctrl->gain == NULL || ctrl->tau_ref == NULL)
+            return RD_ERR_ARGUMENT;
+        for (int i = 0; i < n; ++i) {
+            const double *row = ctrl->gain + 2L * n * i;
+            double acc = ctrl->tau_ref[i];
+            for (int j = 0; j < n; ++j)
+                acc += row[j] * (q_r[j] - q[j]) + row[n + j] * (qd_r[j] - qd[j]);
+            tau[i] = acc;
+        }
+        break;
     default:
         return RD_ERR_ARGUMENT;
     }
@@ -295,6 +306,9 @@ int rd_simulate(const rd_model *plant, const rd_controller *ctrl, const rd_refer
         status = rd_control(ctrl, q, qd, q_r, qd_r, qdd_r, tau, control_work);
         if (status != RD_OK)
             goto fail;
+        if (config->actuation)
+            for (int i = 0; i < n; ++i)
+                tau[i] *= config->actuation[i];
         for (int i = 0; i < n; ++i)
             applied[i] = tau[i];
         if (config->disturbance) {

@@ -62,13 +62,15 @@ typedef struct {
  *   COMPUTED_TORQUE  tau = M(q) (qdd_r + Kd ed + Kp e) + C(q, qd) qd + g(q) + friction(qd)
  *   SLOTINE_LI       v = qd_r + L e, a = qdd_r + L ed, s = qd - v,
  *                    tau = M(q) a + C(q, qd) v + g(q) + friction(qd) - K s
+ *   STATE_FEEDBACK   tau = tau_ref + G [e; ed]   (G: n x 2n, row-major; an LQR about q_r, with tau_ref the
+ *                    torque that holds the equilibrium; rows of passive joints are zero)
  * with diagonal gains (kp, kd) = (Kp, Kd), or (L, K) for SLOTINE_LI. The model terms
  * come from `model`, which may differ from the plant. With friction_at_reference set,
  * the friction term of COMPUTED_TORQUE and SLOTINE_LI is evaluated at qd_r instead of qd:
  * Coulomb friction's sign then follows the plan rather than a velocity that chatters
  * around zero. tau_limit (optional) saturates each joint symmetrically. */
 enum { RD_CTRL_NONE = 0, RD_CTRL_PD = 1, RD_CTRL_PD_GRAVITY = 2, RD_CTRL_COMPUTED_TORQUE = 3,
-       RD_CTRL_SLOTINE_LI = 4 };
+       RD_CTRL_SLOTINE_LI = 4, RD_CTRL_STATE_FEEDBACK = 5 };
 typedef struct {
     int kind;
     const rd_model *model;
@@ -76,6 +78,8 @@ typedef struct {
     const double *kd;
     const double *tau_limit; /* NULL: no saturation */
     int friction_at_reference;
+    const double *gain;      /* STATE_FEEDBACK: n x 2n */
+    const double *tau_ref;   /* STATE_FEEDBACK: n */
 } rd_controller;
 
 /* A control law bound to its reference: what a compiled controller object carries. */
@@ -98,11 +102,13 @@ typedef struct {
     int measure_time;          /* record per-tick compute time (CLOCK_MONOTONIC) */
     long first_sample;         /* compute samples first_sample <= k < end_sample (0 and ticks + 1: all); */
     long end_sample;           /* a caller running in chunks can check for interrupts in between */
+    const double *actuation;   /* n: 1 on a joint with a motor, 0 on a passive one, whose controller torque is
+                                  dropped before the disturbance is added; NULL: every joint has a motor */
 } rd_sim_config;
 
 /* Samples k = 0..ticks (ticks + 1 rows, row k at t = k * period). q[0..n) and qd[0..n)
- * hold the initial state on entry. Optional outputs may be NULL. tau is the controller's
- * torque (before disturbance); qdd the acceleration under the applied torque and wrench. */
+ * hold the initial state on entry. Optional outputs may be NULL. tau is the motors' torque
+ * (the controller's, zero on passive joints, before disturbance); qdd the acceleration under the applied torque and wrench. */
 typedef struct {
     double *q, *qd;
     double *qdd, *tau;
