@@ -166,8 +166,9 @@ class TimeVaryingLQR(Controller):
 
     ``nominal``: a ``Trajectory`` (a run of the harness: its t, q, qd and tau) or a tuple (t, q, qd, tau) with
     t evenly spaced by the control period and tau per joint (zero on passive joints) or per motor. ``Q``,
-    ``R`` as for LQR, ``Qf`` the final weight (default Q). After the last sample the last gain holds the
-    last state (an equilibrium, for a trajectory that ends at rest).
+    ``R`` as for LQR, ``Qf`` the final weight: by default the infinite-horizon (discrete) Riccati solution at
+    the last sample, so that a trajectory ending at rest hands over to the LQR there (Q when that has no
+    stabilising solution). After the last sample the last gain holds the last state.
 
     Attributes: ``K`` (N + 1, n_actuated, 2n), ``P`` (N + 1, 2n, 2n), ``t``, ``x`` (N + 1, 2n), ``u``
     (N + 1, n_actuated), ``dt``.
@@ -195,8 +196,8 @@ class TimeVaryingLQR(Controller):
         self.u = np.array([joint_torque(model, row)[list(model.actuated)] for row in tau])
         self.x = np.hstack((q, qd))
         self.Q, self.R = _weight(Q, "Q", 2 * n), _weight(R, "R", m)
-        self.Qf = self.Q if Qf is None else _weight(Qf, "Qf", 2 * n)
         _check_weights(self.Q, self.R)
+        self.Qf = self._final_weight(model, q[-1], qd[-1], self.u[-1], dt) if Qf is None else _weight(Qf, "Qf", 2 * n)
         _check_weights(self.Qf, self.R)
         self._model = model
         self._selection = model.actuation_matrix
@@ -210,6 +211,16 @@ class TimeVaryingLQR(Controller):
             P = self.Q + A.T @ P_next @ (A - B @ self.K[k])
             self.P[k] = 0.5 * (P + P.T)
         self.reference = None
+
+    def _final_weight(self, model, q, qd, u, dt) -> np.ndarray:
+        from scipy.linalg import solve_discrete_are
+
+        A, B = model.linearize(q, qd, u, dt)
+        try:
+            P = solve_discrete_are(A, B, self.Q, self.R)
+        except (np.linalg.LinAlgError, ValueError):
+            return self.Q
+        return 0.5 * (P + P.T) if np.all(np.isfinite(P)) else self.Q
 
     def __call__(self, t, q, qd, out=None):
         k = min(max(int(round(t / self.dt)), 0), self.t.shape[0] - 1)
