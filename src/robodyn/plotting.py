@@ -1,4 +1,5 @@
-"""Figures of simulated runs: ``plot_trajectory``, ``plot_comparison`` and, for closed chains, ``plot_platform``.
+"""Figures of simulated runs: ``plot_trajectory``, ``plot_comparison``, ``plot_regulation`` (a run under an LQR)
+and, for closed chains, ``plot_platform``.
 
 matplotlib is optional (``pip install "robodyn[plot]"``) and imported only when a
 figure is drawn. Figures are drawn on matplotlib's Agg canvas directly, never
@@ -14,7 +15,9 @@ import os
 import uuid
 from pathlib import Path
 
-__all__ = ["QUANTITIES", "plot_comparison", "plot_platform", "plot_trajectory"]
+import numpy as np
+
+__all__ = ["QUANTITIES", "plot_comparison", "plot_platform", "plot_regulation", "plot_trajectory"]
 
 # quantity -> (panel label, unit of a revolute joint, unit of a prismatic joint)
 QUANTITIES = {
@@ -88,6 +91,42 @@ def plot_comparison(trajectories: dict, path, quantity: str = "q", title: str | 
     axes[0].legend(loc="upper right", fontsize=8, ncol=min(len(values), 4))
     axes[-1].set_xlabel("time [s]")
     figure.suptitle(title or f"{QUANTITIES[quantity][0]}: {', '.join(map(str, values))}")
+    return _save(figure, path)
+
+
+def plot_regulation(trajectory, controller, path, title: str | None = None) -> Path:
+    """A run under a regulator (``robodyn.lqr.LQR``) about its equilibrium: q − q0, q̇, the motor torques (with
+    their saturation) and the Lyapunov function V = δxᵀPδx on a log scale. Returns the written path."""
+    robot = getattr(trajectory, "robot", None)
+    q0, P = controller.q0, controller.P
+    n = trajectory.q.shape[1]
+    names = _joint_names(None, robot, n)
+    actuated = list(getattr(robot, "actuated", range(n)))
+    dx = np.hstack((trajectory.q - q0, trajectory.qd))
+    lyapunov = np.einsum("ki,ij,kj->k", dx, P, dx)
+    figure = _new_figure(4)
+    axes = figure.subplots(4, 1, sharex=True, squeeze=False)[:, 0]
+    t = trajectory.t
+    for j in range(n):
+        passive = "" if j in actuated else " (passive)"
+        axes[0].plot(t, trajectory.q[:, j] - q0[j], color=f"C{j}", lw=1.2, label=names[j] + passive)
+        axes[1].plot(t, trajectory.qd[:, j], color=f"C{j}", lw=1.2)
+    for j in actuated:
+        axes[2].plot(t, trajectory.tau[:, j], color=f"C{j}", lw=1.2, label=names[j])
+        limit = None if controller.tau_limit is None else controller.tau_limit[j]
+        if limit is not None and limit < 1e300:
+            axes[2].axhline(limit, color=f"C{j}", lw=0.8, ls=":")
+            axes[2].axhline(-limit, color=f"C{j}", lw=0.8, ls=":")
+    axes[3].semilogy(t, np.maximum(lyapunov, 1e-300), color="k", lw=1.2)
+    axes[0].set_ylabel(f"q − q0 [{_axis_label('q', robot).split('[')[1]}", fontsize=9)
+    axes[1].set_ylabel(_axis_label("qd", robot), fontsize=9)
+    axes[2].set_ylabel(_axis_label("tau", robot).replace("torque τ", "motor torque u"), fontsize=9)
+    axes[3].set_ylabel("V = δxᵀ P δx", fontsize=9)
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(loc="upper right", fontsize=8, ncol=min(n, 4))
+    axes[-1].set_xlabel("time [s]")
+    figure.suptitle(title or f"{getattr(robot, 'name', 'robot')}: LQR about q0 = {np.array2string(q0, precision=3)}")
     return _save(figure, path)
 
 
