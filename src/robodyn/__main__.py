@@ -12,6 +12,8 @@ Every subcommand takes the same model, cache and output options (--quiet, --debu
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import sys
 import time
 
@@ -154,13 +156,27 @@ def start_position(robot) -> np.ndarray:
     return q0
 
 
+_PI_MULTIPLE = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)?)\s*\*?\s*pi\s*(?:/\s*(\d+(?:\.\d*)?))?\s*$")
+
+
+def _number(text: str) -> float:
+    """A number, or a multiple of pi: "pi", "-pi/2", "2pi", "0.5*pi" (no expression is evaluated)."""
+    match = _PI_MULTIPLE.match(text)
+    if match is None:
+        return float(text)
+    factor = match.group(1)
+    factor = -1.0 if factor == "-" else 1.0 if factor in ("", "+") else float(factor)
+    return factor * math.pi / (float(match.group(2)) if match.group(2) else 1.0)
+
+
 def _vector_option(text: str | None, n: int, option: str) -> np.ndarray | None:
     if text is None:
         return None
     try:
-        values = np.array([float(v) for v in text.split(",")])
-    except ValueError:
-        raise ValueError(f"{option} {text!r}: expected comma-separated numbers") from None
+        values = np.array([_number(v) for v in text.split(",")])
+    except (ValueError, ZeroDivisionError):
+        raise ValueError(f"{option} {text!r}: expected comma-separated numbers (or multiples of pi: pi, -pi/2, "
+                         "2*pi)") from None
     if values.shape != (n,):
         raise ValueError(f"{option}: expected {n} values, got {values.shape[0]}")
     if not np.all(np.isfinite(values)):
@@ -223,8 +239,25 @@ def simulate_command(args) -> int:
     for name, value in parse_assignments(args.model_set, "--model-set").items():
         model.params[name] = value
     constrained = robot.is_constrained
+    equilibrium = _vector_option(args.equilibrium, robot.n, "--equilibrium")
+    if equilibrium is not None and args.controller not in (None, "lqr"):
+        print(f"error: --equilibrium is for --controller lqr (got --controller {args.controller})", file=sys.stderr)
+        return 2
     if args.controller is None:
-        args.controller = "none" if constrained else "computed-torque"
+        if equilibrium is not None:
+            args.controller = "lqr"
+        elif robot.is_underactuated:
+            args.controller = "none"
+            if not args.quiet:
+                print(f"note: {robot.name} is underactuated (no motor on {', '.join(robot.passive_joint_names)}): "
+                      "computed torque cannot track a motion of every joint, so this runs free motion; stabilise "
+                      "an equilibrium with --controller lqr --equilibrium Q", file=sys.stderr)
+        else:
+            args.controller = "none" if constrained else "computed-torque"
+    if args.controller == "lqr" and equilibrium is None:
+        print("error: --controller lqr needs --equilibrium: the joint positions to hold (e.g. 0,pi for "
+              "robots/cartpole.yaml)", file=sys.stderr)
+        return 2
     elif constrained and args.controller != "none":
         print(f"error: --controller {args.controller}: {robot.name} is a closed chain without a closed-form model "
               "(it is simulated with multipliers); the built-in controllers need one. Use --controller none, or "
@@ -237,6 +270,8 @@ def simulate_command(args) -> int:
         except ValueError:
             raise ValueError(f"--q0 {args.q0}: {robot.name} cannot be assembled there in its assembly mode "
                              f"{robot.assembly_mode:+d}; give actuated positions where it can") from None
+    if q0 is None and equilibrium is not None:  # a disturbed start near the equilibrium
+        q0 = equilibrium + LQR_START_OFFSET
     q0 = start_position(robot) if q0 is None else q0
     platform = closed_form(robot)  # a closed chain with dgm and igm: the platform is reported and plotted
     reference_name = args.reference or ("circle" if platform and args.controller == "computed-torque" else "quintic")
@@ -247,6 +282,15 @@ def simulate_command(args) -> int:
     path_reference = None  # the platform's path, when one is tracked
     if args.controller == "none":
         controller = ZeroTorque(robot.n) if constrained else NoControl(model)
+    elif args.controller == "lqr":
+        from .lqr import LQR
+
+        reference_name = "hold"
+        efforts = [limit["effort"] for limit in robot.joint_limits]
+        tau_limit = [np.inf if e is None else e for e in efforts] if any(e is not None for e in efforts) else None
+        if tau_limit is not None:
+            tau_limit = [e if np.isfinite(e) else np.finfo(float).max for e in tau_limit]
+        controller = LQR(model, equilibrium, dt=1.0 / args.rate, tau_limit=tau_limit)
     elif reference_name == "circle":
         from .task_space import TaskComputedTorque, platform_circle
 
@@ -289,12 +333,19 @@ def simulate_command(args) -> int:
         if platform:
             _write_output(lambda: plot_platform(trajectory, plot_path, x_ref=x_ref, title=title, model=model),
                           "--plot", args.plot)
+        elif args.controller == "lqr":
+            from .plotting import plot_regulation
+
+            _write_output(lambda: plot_regulation(trajectory, controller, plot_path, title=title), "--plot", args.plot)
         else:
             _write_output(lambda: plot_trajectory(trajectory, plot_path, title=title), "--plot", args.plot)
         if not args.quiet:
             print(f"plot written to {args.plot}")
     return 0
 
+
+#: simulate --controller lqr without --q0: the start's offset from the equilibrium on every joint.
+LQR_START_OFFSET = 0.05
 
 #: simulate --reference circle: the platform goes round during this share of --duration, then rests.
 CIRCLE_SHARE = 0.8
@@ -354,6 +405,8 @@ def _write_atomically(path, text: str) -> None:
 def _gains(controller) -> dict:
     if controller.law == "none":
         return {}
+    if controller.law == "state-feedback":
+        return {"K": controller.K.tolist(), "equilibrium": controller.q0.tolist(), "u0": controller.u0.tolist()}
     if controller.law == "slotine-li":
         return {"lambda": controller.kp.tolist(), "k": controller.kd.tolist()}
     return {"kp": controller.kp.tolist(), "kd": controller.kd.tolist()}
@@ -512,13 +565,20 @@ def main(argv: list[str] | None = None) -> int:
 
     sim = commands.add_parser("simulate", help="closed-loop simulation with a built-in controller; prints (and "
                                                "optionally saves) tracking error, energy drift and loop timing",
-                              epilog="example:\n  python -m robodyn simulate robots/rrr.yaml --controller slotine-li "
-                                     "--duration 5 --json run.json\n\n" + EXIT_STATUS_HELP,
+                              epilog="examples:\n  python -m robodyn simulate robots/rrr.yaml --controller slotine-li "
+                                     "--duration 5 --json run.json\n  python -m robodyn simulate robots/cartpole.yaml "
+                                     "--controller lqr --equilibrium 0,pi --q0 0.2,0.8pi --plot cartpole.png\n\n"
+                                     + EXIT_STATUS_HELP,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     sim.add_argument("description", help="robot description (YAML or URDF), e.g. robots/rr.yaml")
-    sim.add_argument("--controller", choices=list(BUILTIN), default=None,
-                     help="control law (default computed-torque; none: free motion, the only choice for a closed "
-                          "chain without a closed-form model, such as robots/fourbar.yaml)")
+    sim.add_argument("--controller", choices=[*BUILTIN, "lqr"], default=None,
+                     help="control law (default computed-torque, or lqr with --equilibrium; none: free motion, the "
+                          "default for an underactuated robot and the only choice for a closed chain without a "
+                          "closed-form model, such as robots/fourbar.yaml); lqr: discrete-time LQR at the control "
+                          "rate about --equilibrium (Q = I, R = I, saturated at the joints' effort limits)")
+    sim.add_argument("--equilibrium", metavar="Q",
+                     help="lqr: joint positions to stabilise, comma-separated, multiples of pi allowed (e.g. 0,pi); "
+                          "the run starts 0.05 rad or m away from it on every joint unless --q0 is given")
     sim.add_argument("--duration", type=float, default=5.0, help="simulated seconds (default 5)")
     sim.add_argument("--rate", type=float, default=1000.0, help="control rate in Hz (default 1000)")
     sim.add_argument("--reference", choices=["hold", "step", "sine", "quintic", "circle"],

@@ -120,7 +120,9 @@ def plot_regulation(trajectory, controller, path, title: str | None = None) -> P
     axes[3].semilogy(t, np.maximum(lyapunov, 1e-300), color="k", lw=1.2)
     axes[0].set_ylabel(f"q − q0 [{_axis_label('q', robot).split('[')[1]}", fontsize=9)
     axes[1].set_ylabel(_axis_label("qd", robot), fontsize=9)
-    axes[2].set_ylabel(_axis_label("tau", robot).replace("torque τ", "motor torque u"), fontsize=9)
+    units = dict.fromkeys("N m" if getattr(robot, "joint_types", ["revolute"] * n)[j] == "revolute" else "N"
+                          for j in actuated)
+    axes[2].set_ylabel(f"motor torque u [{' | '.join(units)}]", fontsize=9)
     axes[3].set_ylabel("V = δxᵀ P δx", fontsize=9)
     for ax in axes:
         ax.grid(True, alpha=0.3)
