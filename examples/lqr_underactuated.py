@@ -4,8 +4,9 @@ Each robot has one motor (robots/cartpole.yaml: the cart; robots/acrobot.yaml: t
 joint. The LQR is designed on the exact discrete-time model of the harness at 1 kHz (``robot.linearize``
 with dt: the Jacobians of one RK4 step) and runs in the compiled loop. Each run starts away from the
 upright equilibrium; the script prints the closed-loop eigenvalues (continuous-time equivalents), the
-estimated region of attraction's level, the largest motor torque and the time to settle, and draws the
-runs (robodyn.plotting.plot_regulation).
+estimated region of attraction {V < rho} (robodyn.lqr.region_of_attraction: sampled, conservative), the
+largest motor torque and the time to settle, and draws the runs (robodyn.plotting.plot_regulation, with V
+and rho).
 
     python examples/lqr_underactuated.py [--out DIR] [--cache-dir DIR]
 """
@@ -61,7 +62,8 @@ def run_robot(name: str, out: Path, cache_dir: str | None) -> robodyn.Trajectory
           f"settled (|dx| < {SETTLED:g}) after {settling_time(run, q0):.2f} s, max |u| = {np.max(np.abs(motor)):.2f}, "
           f"final |dx| = {np.max(np.abs(np.hstack((run.q[-1] - q0, run.qd[-1])))):.1e}, "
           f"{DURATION / run.loop.wall_time:.0f} simulated s per wall s")
-    path = plot_regulation(run, law, out / f"{name}.png", title=f"{name}: LQR at the upright equilibrium")
+    path = plot_regulation(run, law, out / f"{name}.png", title=f"{name}: LQR at the upright equilibrium",
+                           region=region)
     print(f"  figure: {path}")
     return run
 

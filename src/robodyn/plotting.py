@@ -94,11 +94,14 @@ def plot_comparison(trajectories: dict, path, quantity: str = "q", title: str | 
     return _save(figure, path)
 
 
-def plot_regulation(trajectory, controller, path, title: str | None = None) -> Path:
+def plot_regulation(trajectory, controller, path, title: str | None = None, region=None) -> Path:
     """A run under a regulator (``robodyn.lqr.LQR``) about its equilibrium: q − q0, q̇, the motor torques (with
-    their saturation) and the Lyapunov function V = δxᵀPδx on a log scale. Returns the written path."""
+    their saturation) and V = δxᵀPδx on a log scale — with P the controller's Riccati solution, or the
+    Lyapunov matrix of ``region`` (a ``robodyn.lqr.RegionOfAttraction``, whose level rho is drawn too).
+    Returns the written path."""
     robot = getattr(trajectory, "robot", None)
-    q0, P = controller.q0, controller.P
+    q0 = controller.q0
+    P = controller.P if region is None else region.P
     n = trajectory.q.shape[1]
     names = _joint_names(None, robot, n)
     actuated = list(getattr(robot, "actuated", range(n)))
@@ -118,6 +121,9 @@ def plot_regulation(trajectory, controller, path, title: str | None = None) -> P
             axes[2].axhline(limit, color=f"C{j}", lw=0.8, ls=":")
             axes[2].axhline(-limit, color=f"C{j}", lw=0.8, ls=":")
     axes[3].semilogy(t, np.maximum(lyapunov, 1e-300), color="k", lw=1.2)
+    if region is not None:
+        axes[3].axhline(region.rho, color="C3", lw=1.0, ls="--", label="estimated region of attraction: V < ρ")
+        axes[3].legend(loc="upper right", fontsize=8)
     axes[0].set_ylabel(f"q − q0 [{_axis_label('q', robot).split('[')[1]}", fontsize=9)
     axes[1].set_ylabel(_axis_label("qd", robot), fontsize=9)
     units = dict.fromkeys("N m" if getattr(robot, "joint_types", ["revolute"] * n)[j] == "revolute" else "N"
