@@ -267,7 +267,9 @@ def region_of_attraction(robot, controller: LQR, *, directions: int = 2000, leve
     V = δxᵀPδx with P the Lyapunov solution of the linear closed loop, AclᵀP + PAcl = −(Q + KᵀRK) (for a
     continuous LQR, its Riccati solution). Along ``directions`` random rays from x₀, V̇ = 2δxᵀP f(x, u(x)) of
     the continuous-time nonlinear closed loop is evaluated at ``levels`` values of V up to ``max_level``;
-    ρ is the largest level below the first at which some ray has V̇ ≥ 0 (max_level if none has)."""
+    ρ is the largest level below the first at which some ray has V̇ ≥ 0 (max_level if none has). Without
+    ``max_level``, the level is doubled from a tiny ellipsoid until some ray fails (at most to an ellipsoid
+    whose shortest semi-axis is 100 rad or m), and that level is the bound."""
     from scipy.linalg import solve_continuous_lyapunov
 
     n = robot.n
@@ -278,15 +280,16 @@ def region_of_attraction(robot, controller: LQR, *, directions: int = 2000, leve
     P = solve_continuous_lyapunov(closed.T, -(controller.Q + controller.K.T @ controller.R @ controller.K))
     P = 0.5 * (P + P.T)
     x0 = np.concatenate((controller.q0, np.zeros(n)))
-    if max_level is None:  # a level whose ellipsoid reaches 2 rad (or m) along its longest position axis
-        max_level = 4.0 * np.linalg.eigvalsh(P).min()
     rng = np.random.default_rng(seed)
     unit = rng.standard_normal((directions, 2 * n))
     unit /= np.sqrt(np.einsum("ki,ij,kj->k", unit, P, unit))[:, None]  # V(unit) = 1
-    values = max_level * (np.arange(1, levels + 1) / levels) ** 2
-    rho, previous = max_level, 0.0
     selection = robot.actuation_matrix
-    for level in values:  # ascending: stop at the first level where V̇ ≥ 0 somewhere
+    evaluated = 0
+
+    def decreasing(level: float) -> bool:
+        """V̇ < 0 on every ray at V = level."""
+        nonlocal evaluated
+        evaluated += directions
         dx = unit * np.sqrt(level)
         q, qd = x0[:n] + dx[:, :n], dx[:, n:]
         tau = controller.motor_torque(q, qd) @ selection.T
@@ -294,12 +297,20 @@ def region_of_attraction(robot, controller: LQR, *, directions: int = 2000, leve
             try:
                 qdd = robot.forward_dynamics(np.ascontiguousarray(q), np.ascontiguousarray(qd),
                                              np.ascontiguousarray(tau))
-            except (ValueError, ArithmeticError):
-                rho = previous
-                break
+            except (ValueError, ArithmeticError):  # M not positive definite out there (a closed chain)
+                return False
         vdot = 2.0 * np.einsum("ki,ij,kj->k", dx, P, np.hstack((qd, qdd)))
-        if not np.all(np.isfinite(vdot)) or np.any(vdot >= 0.0):
+        return bool(np.all(np.isfinite(vdot)) and np.all(vdot < 0.0))
+
+    if max_level is None:
+        smallest = float(np.linalg.eigvalsh(P).max())  # V = smallest: the shortest semi-axis is 1
+        max_level = 1e-4 * smallest
+        while max_level < 1e4 * smallest and decreasing(max_level):
+            max_level *= 2.0
+    rho, previous = max_level, 0.0
+    for level in max_level * (np.arange(1, levels + 1) / levels) ** 2:  # ascending, denser near x₀
+        if not decreasing(level):
             rho = previous
             break
         previous = level
-    return RegionOfAttraction(x0, P, float(rho), directions * levels)
+    return RegionOfAttraction(x0, P, float(rho), evaluated)
