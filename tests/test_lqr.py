@@ -149,3 +149,40 @@ def test_time_varying_lqr_tracks_a_simulated_nominal(load):
     error_ff = np.max(np.abs(feedforward.q[-1] - nominal.q[-1]))
     error_tv = np.max(np.abs(tracked.q[-1] - nominal.q[-1]))
     assert error_tv < 0.05 and error_tv < 0.05 * error_ff, (error_tv, error_ff)
+
+
+@pytest.mark.parametrize("arguments, error", [
+    (dict(q0=[np.nan, 0.0]), "q0"), (dict(q0=[0.0]), "q0"), (dict(Q=[1.0, np.inf, 1.0, 1.0]), "Q"),
+    (dict(Q=[[1.0, 2.0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]), "symmetric"), (dict(Q=-1.0), "Q"),
+    (dict(R=[[1.0, 0.0]]), "R"), (dict(dt=-1e-3), "dt"), (dict(dt=float("nan")), "dt"),
+    (dict(tau_limit=[-1.0, 1.0]), "tau_limit"), (dict(tau_limit=[1.0, 2.0, 3.0]), "tau_limit"),
+    (dict(u0=[1.0, 2.0, 3.0]), "tau"),
+])
+def test_bad_lqr_arguments_raise_value_errors(load, arguments, error):
+    robot = load("acrobot")
+    arguments = {"q0": UPRIGHT["acrobot"], **arguments}
+    with pytest.raises(ValueError, match=error):
+        LQR(robot, arguments.pop("q0"), **arguments)
+
+
+def test_bad_nominal_trajectories_raise_value_errors(load):
+    robot = load("pendulum")
+    t = np.arange(11) * 1e-3
+    q, qd, tau = np.zeros((11, 1)), np.zeros((11, 1)), np.zeros((11, 1))
+    for nominal, error in (((t[:1], q[:1], qd[:1], tau[:1]), "N >= 1"), ((t, q[:5], qd, tau), "expected t"),
+                           ((t**2, q, qd, tau), "evenly spaced"), ((t, q * np.nan, qd, tau), "finite"),
+                           ((t[::-1], q, qd, tau), "evenly spaced")):
+        with pytest.raises(ValueError, match=error):
+            TimeVaryingLQR(robot, nominal)
+
+
+def test_the_compiled_state_feedback_law_checks_its_arrays(load):
+    robot = load("rr")
+    with pytest.raises(ValueError, match="needs gain"):
+        robot._control_law("state-feedback", a=np.zeros(2))
+    with pytest.raises(ValueError, match="gain: expected shape"):
+        robot._control_law("state-feedback", gain=np.zeros((2, 2)), tau_ref=np.zeros(2), a=np.zeros(2))
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        robot._control_law("state-feedback", gain=np.full((2, 4), np.nan), tau_ref=np.zeros(2), a=np.zeros(2))
+    with pytest.raises(ValueError, match="for the controller 'state-feedback'"):
+        robot._control_law("pd", kp=np.ones(2), kd=np.ones(2), gain=np.zeros((2, 4)), a=np.zeros(2))
