@@ -85,3 +85,12 @@ def test_linearisation_has_one_input_per_motor(load):
         robot.linearize(q, qd, np.array([0.1, 0.0]))
     with pytest.raises(ValueError, match="2 joint torques or 1 motor torques"):
         robot.linearize(q, qd, np.zeros(3))
+
+
+def test_built_in_laws_give_no_torque_to_a_passive_joint(load):
+    robot = load("acrobot")
+    law = _pd(robot)
+    tau = law(0.0, np.array([0.2, 0.1]), np.zeros(2))
+    assert tau[0] == 0.0 and tau[1] != 0.0
+    out = np.full(2, 7.0)
+    assert law(0.0, np.array([0.2, 0.1]), np.zeros(2), out) is out and out[0] == 0.0

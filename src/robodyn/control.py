@@ -67,6 +67,14 @@ def _gain(value, name: str, n: int) -> np.ndarray:
     return array
 
 
+def _passive_joints(model) -> list[int]:
+    """The model's coordinates without a motor (a constrained closed chain's passive joints are handled by its
+    multiplier model instead)."""
+    if not getattr(model, "is_underactuated", False) or getattr(model, "is_constrained", False):
+        return []
+    return [i for i in range(model.n) if i not in model.actuated]
+
+
 class BuiltinController(Controller):
     """A control law evaluated in C, bound to a model and a reference.
 
@@ -90,6 +98,7 @@ class BuiltinController(Controller):
         self._kd = _gain(kd, "kd", n)
         self._tau_limit = None if tau_limit is None else _gain(tau_limit, "tau_limit", n)
         self._friction = friction
+        self._passive = _passive_joints(model)
         self._law = model._control_law(self.law, kp=self._kp, kd=self._kd, tau_limit=self._tau_limit,
                                                 friction_at_reference=friction == "reference",
                                                 **reference.c_arguments())
@@ -102,8 +111,12 @@ class BuiltinController(Controller):
     friction = property(lambda self: self._friction, doc='Where friction is compensated: "measured" or "reference".')
 
     def __call__(self, t, q, qd, out=None):
-        """Torque at time t for the measured state; ``out`` receives it if given."""
-        return self._law(t, q, qd, out)
+        """Torque at time t for the measured state; ``out`` receives it if given. A passive joint of the model
+        gets zero (the law's torque there has no motor to apply it; the compiled loop drops it too)."""
+        tau = self._law(t, q, qd, out)
+        if self._passive:
+            tau[self._passive] = 0.0
+        return tau
 
     def capsule(self):
         """The compiled law, for a robot module's ``simulate`` (keep this object alive meanwhile)."""

@@ -140,6 +140,7 @@ class LQR(BuiltinController):
         self._reference = Hold(self.q0)
         self._kp = self._kd = None
         self._friction = "measured"
+        self._passive = []  # the gain's rows and tau_ref are zero on passive joints already
         self._tau_limit = _motor_limit(model, tau_limit)
         self.gain = model.actuation_matrix @ self.K  # n x 2n: zero rows on passive joints
         self.gain.setflags(write=False)
