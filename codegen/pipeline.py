@@ -325,8 +325,12 @@ def _build(request: Request, description, say: Progress, started: float, parse_s
         routines = define_routines(model, request.options)
         sources = emit(routines)
         timings["cse_s"] = sources.timings["cse_s"]
+        # The derivative routines' share: their definitions (model stage) and their C.
+        timings["derivatives_s"] = sum(v for k, v in sources.timings["routine_seconds"].items()
+                                       if k.endswith("_derivatives"))
         say(f"emitted C for {len(routines.definitions)} routines in {lap('emit_s'):.2f} s (common-subexpression "
-            f"elimination {timings['cse_s']:.2f} s); {sum(sources.operation_counts.values())} operations")
+            f"elimination {timings['cse_s']:.2f} s; derivative routines {timings['derivatives_s']:.2f} s); "
+            f"{sum(sources.operation_counts.values())} operations")
         say("compiling")
         compiled = compile_extension(sources, request, binding)
         say(f"compiled {compiled.entry.module_path.name} in {lap('compile_s'):.2f} s")

@@ -28,7 +28,7 @@ import sympy as sp
 from robodyn._version import __version__
 
 from ..model.program import needed_definitions
-from ..model.routines import Expressions, RoutineDefinition, RoutineSet, TreeSolve, dimensions
+from ..model.routines import DerivativeSolve, Expressions, RoutineDefinition, RoutineSet, TreeSolve, dimensions
 from .printer import RobotCPrinter, count_operations, fold_constants
 
 
@@ -71,8 +71,9 @@ class _Block:
         for index, symbol in enumerate(self.model.parameters):
             names[symbol] = f"p[{index}]"
         self.names = names
-        own = definition.value.definitions if isinstance(definition.value, Expressions) else ()
+        own = definition.value.definitions if isinstance(definition.value, (Expressions, DerivativeSolve)) else ()
         self.definitions = tuple(self.model.definitions) + tuple(own)
+        self.emitted: set[sp.Symbol] = set()  # program intermediates already declared by an earlier block
         self.operations = 0
         self.cse_seconds = 0.0
 
@@ -85,6 +86,9 @@ class _Block:
         started = time.perf_counter()
         # Recursive route: the outputs refer to a program's intermediates, emitted first, in order.
         prelude = needed_definitions(self.definitions, exprs) if self.definitions else []
+        prelude = [(symbol, value) for symbol, value in prelude if symbol not in self.emitted]
+        self.emitted.update(symbol for symbol, _ in prelude)
+        self.names.update({symbol: symbol.name for symbol, _ in prelude})
         replacements, reduced = sp.cse(exprs, symbols=sp.numbered_symbols(f"{tag}_"), optimizations="basic",
                                        order="canonical")
         replacements = [(symbol, fold_constants(value)) for symbol, value in prelude] + list(replacements)
@@ -111,23 +115,32 @@ def _entries(matrix: sp.MatrixBase, target: str) -> list[tuple[str, sp.Expr]]:
     return [(f"{target}[{i * cols + j}]", matrix[i, j]) for i in range(rows) for j in range(cols)]
 
 
-def ltdl_solve(parents: tuple[int, ...], indent: str = "    ") -> list[str]:
+def _ancestors(parents: tuple[int, ...], i: int) -> list[int]:
+    chain = []
+    i = parents[i]
+    while i >= 0:
+        chain.append(i)
+        i = parents[i]
+    return chain
+
+
+def ltdl_solve(parents: tuple[int, ...], indent: str = "    ", target: str | None = None,
+               factor: dict | None = None) -> list[str]:
     """Unrolled sparse factorisation M = Lᵀ D L and solve M x = rhs (Featherstone's LTDL).
 
     Factoring from the last joint to the first, with parents numbered before their
     children, creates no fill-in: only entries (i, j) with j an ancestor of i are ever
     touched, so a kinematic tree costs less than a dense LDLᵀ. The lower triangle of M
     is read from ``m_i_j`` (i >= j) and the right-hand side from ``rhs_i``.
-    Returns -1 when a pivot is not positive (M not positive definite)."""
+    Returns -1 when a pivot is not positive (M not positive definite).
+
+    ``target``: x goes to new const locals ``<target>_i`` instead of ``out`` (and nothing is returned);
+    ``factor``, a dict, receives the factorisation's entries: (i, j) -> the C name of L's (i, j), j an
+    ancestor of i, and (i, i) -> D's pivot i (for ``ltdl_columns``)."""
     n = len(parents)
 
     def ancestors(i: int) -> list[int]:
-        chain = []
-        i = parents[i]
-        while i >= 0:
-            chain.append(i)
-            i = parents[i]
-        return chain
+        return _ancestors(parents, i)
 
     lines = [f"{indent}/* M = L^T D L, unrolled for this kinematic tree (no fill-in). */"]
     versions: dict[str, int] = {}
@@ -155,9 +168,37 @@ def ltdl_solve(parents: tuple[int, ...], indent: str = "    ") -> list[str]:
     for i in range(n):
         value[i] = fresh(f"x_{i}", f"{value[i]} / {current[(i, i)]}")
     for i in range(n):
-        terms = " - ".join(f"{current[(i, j)]} * out[{j}]" for j in ancestors(i))
-        lines.append(f"{indent}out[{i}] = {value[i]}{' - ' + terms if terms else ''};")
-    lines.append(f"{indent}return 0;")
+        if target is None:
+            terms = " - ".join(f"{current[(i, j)]} * out[{j}]" for j in ancestors(i))
+            lines.append(f"{indent}out[{i}] = {value[i]}{' - ' + terms if terms else ''};")
+        else:
+            terms = " - ".join(f"{current[(i, j)]} * {target}_{j}" for j in ancestors(i))
+            lines.append(f"{indent}const double {target}_{i} = {value[i]}{' - ' + terms if terms else ''};")
+    if factor is not None:
+        factor.update(current)
+    if target is None:
+        lines.append(f"{indent}return 0;")
+    return lines
+
+
+def ltdl_columns(parents: tuple[int, ...], factor: dict, outputs: list[tuple[str, bool]],
+                 indent: str = "    ") -> list[str]:
+    """Solve M X = B in place, column by column, with the factorisation ``factor`` (from ``ltdl_solve``) of
+    M: each (array, negate) of ``outputs`` is an n x n row-major B replaced by X (by -X when negate). One loop
+    over the columns, the tree unrolled inside it: the code grows as n², not n³."""
+    n = len(parents)
+    lines = [f"{indent}const double inv_d_{i} = 1.0 / {factor[(i, i)]};" for i in range(n)]
+    for array, negate in outputs:
+        inner = indent + "    "
+        lines.append(f"{indent}for (int c = 0; c < {n}; ++c) {{")
+        lines += [f"{inner}double y_{i} = {array}[{i * n} + c];" for i in range(n)]
+        for i in reversed(range(n)):
+            lines += [f"{inner}y_{j} -= {factor[(i, j)]} * y_{i};" for j in _ancestors(parents, i)]
+        lines += [f"{inner}y_{i} *= inv_d_{i};" for i in range(n)]
+        for i in range(n):
+            lines += [f"{inner}y_{i} -= {factor[(i, j)]} * y_{j};" for j in _ancestors(parents, i)]
+            lines.append(f"{inner}{array}[{i * n} + c] = {'-' if negate else ''}y_{i};")
+        lines.append(f"{indent}}}")
     return lines
 
 
@@ -167,8 +208,9 @@ def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str
     block = _Block(definition, routines)
     lines: list[str] = []
     outputs = _output_names(definition)
-    if isinstance(value, TreeSolve):
-        parents = value.parents
+    if isinstance(value, (TreeSolve, DerivativeSolve)):
+        solve = value.solve if isinstance(value, DerivativeSolve) else value
+        parents = solve.parents
 
         def related(i: int, j: int) -> bool:  # j is i or one of its ancestors
             while i > j:
@@ -176,11 +218,28 @@ def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str
             return i == j
 
         n = len(parents)
-        lower = [(f"m_{i}_{j}", value.matrix[i, j]) for i in range(n) for j in range(i + 1) if related(i, j)]
-        rhs = [(f"rhs_{i}", value.rhs[i]) for i in range(n)]
+        lower = [(f"m_{i}_{j}", solve.matrix[i, j]) for i in range(n) for j in range(i + 1) if related(i, j)]
+        rhs = [(f"rhs_{i}", solve.rhs[i]) for i in range(n)]
         # M's lower triangle and the right-hand side share subexpressions: one CSE block.
         lines += block.assign(lower + rhs, routine.name, declare=True)
-        lines += ltdl_solve(parents)
+        if isinstance(value, TreeSolve):
+            lines += ltdl_solve(parents)
+        else:
+            # qdd, then the inverse-dynamics derivatives there (the program's intermediates already
+            # declared above are not repeated), then -M^-1 of each and M^-1 with the same factorisation.
+            factor: dict = {}
+            lines += ltdl_solve(parents, target="acc", factor=factor)
+            block.names.update({symbol: f"acc_{i}" for i, symbol in enumerate(value.qdd)})
+            lines.append("    /* The inverse-dynamics derivatives at (q, qd, qdd). */")
+            assignments = [entry for k, matrix in enumerate(value.jacobians) for entry in _entries(matrix, outputs[k])]
+            lines += block.assign(assignments, f"{routine.name}_d")
+            last = outputs[len(value.jacobians)]
+            lines.append(f"    for (int i = 0; i < {n * n}; ++i) {last}[i] = 0.0;")
+            lines += [f"    {last}[{i * (n + 1)}] = 1.0;" for i in range(n)]
+            lines.append("    /* -M^-1 times each derivative, and M^-1, by the factorisation of M. */")
+            lines += ltdl_columns(parents, factor, [(name, True) for name in outputs[:len(value.jacobians)]]
+                                  + [(last, False)])
+            lines.append("    return 0;")
     elif value.guards:
         guards = [(f"guard_{i}", g) for i, g in enumerate(value.guards)]
         results = [(f"result_{k}_{i}", e) for k, matrix in enumerate(value.outputs) for i, e in enumerate(matrix)]
@@ -492,9 +551,12 @@ def emit(routines: RoutineSet) -> GeneratedSources:
     files: dict[str, str] = {}
     counts: dict[str, int] = {}
     cse_seconds = 0.0
+    routine_seconds: dict[str, float] = {}  # per routine: its definition (model stage) and its C
     for definition in routines.definitions:
         routine = definition.routine
+        started = time.perf_counter()
         body, operations, seconds = _body(definition, routines)
+        routine_seconds[routine.name] = routines.seconds.get(routine.name, 0.0) + time.perf_counter() - started
         counts[routine.name] = operations
         cse_seconds += seconds
         zeros = [f"static const double zero_{a.name}[{len(symbols)}] = {{0.0}};"
@@ -543,4 +605,5 @@ def emit(routines: RoutineSet) -> GeneratedSources:
     content_hash = hashlib.sha256("".join(files[k] for k in sorted(files)).encode()).hexdigest()
     return GeneratedSources(robot=prefix, files=files, c_files=tuple(c_files),
                             metadata=dict(metadata, content_sha256=content_hash), operation_counts=counts,
-                            timings={"emit_s": time.perf_counter() - start, "cse_s": cse_seconds})
+                            timings={"emit_s": time.perf_counter() - start, "cse_s": cse_seconds,
+                                     "routine_seconds": routine_seconds})

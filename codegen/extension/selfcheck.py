@@ -34,7 +34,7 @@ import numpy as np
 import sympy as sp
 
 from ..model.program import needed_definitions
-from ..model.routines import Expressions, RoutineDefinition, RoutineSet, TreeSolve
+from ..model.routines import DerivativeSolve, Expressions, RoutineDefinition, RoutineSet, TreeSolve
 
 SYMBOLIC_TOLERANCE = 1e-12
 IDENTITY_TOLERANCE = 1e-9
@@ -150,16 +150,18 @@ def _relative(a: np.ndarray, b: np.ndarray, scale: float = 0.0) -> float:
     return difference / scale if scale > 0 else difference
 
 
-def _vectorised(routines: RoutineSet, definition: RoutineDefinition, matrices) -> callable:
+def _vectorised(routines: RoutineSet, definition: RoutineDefinition, matrices, inputs=None) -> callable:
     """f(inputs, params) -> list of arrays (samples, rows, cols), one per matrix; NumPy evaluates
-    all samples at once (each symbol's argument is a column of the batch)."""
+    all samples at once (each symbol's argument is a column of the batch). ``inputs``: the symbols of each
+    argument, if not the routine's."""
     model = routines.model
     entries = [e for matrix in matrices for e in matrix]
-    own = definition.value.definitions if isinstance(definition.value, Expressions) else ()
+    own = definition.value.definitions if isinstance(definition.value, (Expressions, DerivativeSolve)) else ()
     definitions = tuple(model.definitions) + tuple(own)
     prelude = needed_definitions(definitions, entries) if definitions else []
     cse = (lambda exprs: (prelude, exprs)) if prelude else False
-    arguments = [list(symbols) for symbols in definition.inputs] + [list(model.parameters)]
+    arguments = [list(symbols) for symbols in (definition.inputs if inputs is None else inputs)]
+    arguments += [list(model.parameters)]
     function = sp.lambdify(arguments, entries, "numpy", cse=cse)
 
     def evaluate(inputs: list[np.ndarray], params: np.ndarray) -> list[np.ndarray]:
@@ -185,6 +187,13 @@ def _reference(routines: RoutineSet, definition: RoutineDefinition, inputs: list
     if isinstance(value, TreeSolve):
         matrix, rhs = _vectorised(routines, definition, [value.matrix, value.rhs])(inputs, params)
         return [np.linalg.solve(matrix, rhs)], float(np.max(np.linalg.cond(matrix)))
+    if isinstance(value, DerivativeSolve):  # q, qd, tau: qdd by NumPy, the derivatives there, solved by NumPy
+        matrix, rhs = _vectorised(routines, definition, [value.solve.matrix, value.solve.rhs])(inputs, params)
+        qdd = np.linalg.solve(matrix, rhs)[..., 0]
+        jacobians = _vectorised(routines, definition, list(value.jacobians),
+                                inputs=list(definition.inputs[:2]) + [value.qdd])(inputs[:2] + [qdd], params)
+        return ([-np.linalg.solve(matrix, j) for j in jacobians] + [np.linalg.inv(matrix)],
+                float(np.max(np.linalg.cond(matrix))))
     return _vectorised(routines, definition, list(value.outputs))(inputs, params), 1.0
 
 
@@ -291,7 +300,40 @@ def _derivative_identities(robot, has: set, values: dict[str, np.ndarray]) -> li
             difference = np.column_stack(columns)
             scale = max(float(np.max(np.abs(difference))), float(np.max(np.abs(robot.M(q)))), 1e-300)
             worst = max(worst, float(np.max(np.abs(difference - derivative))) / scale)
-    return [Check("inverse_dynamics_derivatives_vs_differences", worst, DIFFERENCE_TOLERANCE)]
+    checks = [Check("inverse_dynamics_derivatives_vs_differences", worst, DIFFERENCE_TOLERANCE)]
+    if {"forward_dynamics", "forward_dynamics_derivatives"} <= has:
+        checks.append(_forward_derivative_check(robot, values))
+    return checks
+
+
+def _forward_derivative_check(robot, values: dict[str, np.ndarray]) -> Check:
+    """dqdd/dq, dqdd/dqd, dqdd/dtau against central differences of the compiled forward dynamics (at the
+    inverse dynamics' torques when compiled, so the accelerations are of the model's own magnitude)."""
+    worst = 0.0
+    for q, qd, qdd, tau in zip(values["q"], values["qd"], values["qdd"], values["tau"]):
+        if np.min(np.abs(qd)) < 1e-3:
+            continue
+        tau = robot.inverse_dynamics(q, qd, qdd)  # present: checked by the caller
+        try:
+            derivatives = robot.forward_dynamics_derivatives(q, qd, tau)
+        except ValueError:  # M not positive definite: reported by that check
+            return Check("forward_dynamics_derivatives_vs_differences", np.inf, DIFFERENCE_TOLERANCE)
+        for variable, derivative in enumerate(derivatives):
+            # The step relative to the variable's magnitude: torques of a heavy robot are large, positions
+            # of a small one small (a fixed step would set the error by rounding, not by the derivative).
+            magnitude = float(np.max(np.abs((q, qd, tau)[variable])))
+            step = 1e-6 * (magnitude if magnitude > 0 else 1.0)
+            columns = []
+            for k in range(q.size):
+                e = np.zeros(q.size)
+                e[k] = step
+                plus, minus = [q, qd, tau], [q, qd, tau]
+                plus[variable], minus[variable] = plus[variable] + e, minus[variable] - e
+                columns.append((robot.forward_dynamics(*plus) - robot.forward_dynamics(*minus)) / (2 * step))
+            difference = np.column_stack(columns)
+            scale = max(float(np.max(np.abs(difference))), float(np.max(np.abs(derivative))), 1e-300)
+            worst = max(worst, float(np.max(np.abs(difference - derivative))) / scale)
+    return Check("forward_dynamics_derivatives_vs_differences", worst, DIFFERENCE_TOLERANCE)
 
 
 def _regressor_identities(robot, has: set, values: dict[str, np.ndarray]) -> list[Check]:

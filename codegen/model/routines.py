@@ -13,7 +13,8 @@ Adding a routine: its table entry, and its definition here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Callable, Union
 
 import sympy as sp
@@ -45,7 +46,19 @@ class TreeSolve:
     parents: tuple[int, ...]
 
 
-Value = Union[Expressions, TreeSolve]
+@dataclass(frozen=True)
+class DerivativeSolve:
+    """Forward-dynamics derivatives from one factorisation of M: q̈ solves ``solve`` (M q̈ = rhs, as a
+    TreeSolve); the ``jacobians`` (expressions in the model's q̈ symbols ``qdd``, over ``definitions``) are
+    evaluated at that q̈ and each is replaced by -M⁻¹ jacobian; a last output is M⁻¹."""
+
+    solve: TreeSolve
+    qdd: tuple[sp.Symbol, ...]
+    jacobians: tuple[sp.ImmutableMatrix, ...]
+    definitions: tuple = ()
+
+
+Value = Union[Expressions, TreeSolve, DerivativeSolve]
 
 
 @dataclass(frozen=True)
@@ -63,6 +76,7 @@ class RoutineSet:
     model: SymbolicModel
     options: BuildOptions
     definitions: tuple[RoutineDefinition, ...]
+    seconds: dict = field(default_factory=dict, compare=False)  # routine name -> time its definition took
 
 
 def argument_symbols(model: SymbolicModel) -> dict[str, tuple[sp.Symbol, ...]]:
@@ -146,10 +160,20 @@ def _inverse_dynamics(model, options):
         "tau by recursive Newton-Euler, plus friction - J^T h")
 
 
-def _forward_dynamics(model, options):
+def _has_forward_dynamics(model) -> bool:
+    """False for a closed chain without a closed form: the tree's unconstrained accelerations would mislead
+    (robodyn.closed_chain solves the loops)."""
     chain = model.closed_chain
-    if chain is not None and chain.closed_form is None:
-        return None  # the tree's unconstrained accelerations would mislead: robodyn.closed_chain solves the loops
+    return chain is None or chain.closed_form is not None
+
+
+def _tree_parents(model) -> tuple[int, ...]:
+    return tuple(joint.parent for joint in model.description.joints)
+
+
+def _forward_dynamics(model, options):
+    if not _has_forward_dynamics(model):
+        return None
     rhs = sp.Matrix(model.tau) - model.nonlinear_effects() + model.tool_jacobian.T * sp.Matrix(model.wrench)
     if options.forward == "aba":
         if model.aba is None:
@@ -161,23 +185,58 @@ def _forward_dynamics(model, options):
         qdd, pivots = model.aba
         return (Expressions((_matrix(qdd),), guards=tuple(pivots)),
                 "qdd by the articulated-body algorithm (Featherstone); fails if a pivot D_i <= 0")
-    parents = tuple(joint.parent for joint in model.description.joints)
-    return (TreeSolve(sp.ImmutableMatrix(model.M), sp.ImmutableMatrix(rhs), parents),
+    return (TreeSolve(sp.ImmutableMatrix(model.M), sp.ImmutableMatrix(rhs), _tree_parents(model)),
             "qdd solving M qdd = tau + J^T h - bias by a sparse L^T D L factorisation of M unrolled for the "
             "kinematic tree (no fill-in); fails if M is not positive definite")
 
 
-def _inverse_dynamics_derivatives(model, options):
+#: The last model's inverse-dynamics derivatives: both derivative routines use them (derived once).
+_LAST_DERIVATIVES: list = []
+
+
+def _id_derivatives(model):
+    """(definitions, dtau/dq, dtau/dqd, algorithm) of the inverse dynamics without the wrench, in the model's
+    q, q̇, q̈ symbols."""
+    if _LAST_DERIVATIVES and _LAST_DERIVATIVES[0] is model:
+        return _LAST_DERIVATIVES[1]
+    result = _derive_id_derivatives(model)
+    _LAST_DERIVATIVES[:] = [model, result]
+    return result
+
+
+def _derive_id_derivatives(model):
+    from . import rnea_derivatives
     from .derivatives import differentiate
 
     n = model.n
+    if rnea_derivatives.applies(model):
+        definitions, d_q, d_qd = rnea_derivatives.rnea_derivatives(model)
+        return (tuple(definitions), sp.ImmutableMatrix(d_q), sp.ImmutableMatrix(d_qd),
+                "analytical derivatives of recursive Newton-Euler in the world frame (Carpentier & Mansard 2018): "
+                "S_i^T (I^C Psi'' + B^C Psi') per pair of joints; Coulomb friction's derivative is zero")
     definitions, jacobian = differentiate(model.definitions, list(model.inverse_dynamics(with_wrench=False)),
                                           list(model.q) + list(model.qd))
     jacobian = sp.Matrix(jacobian)
-    return (Expressions((sp.ImmutableMatrix(jacobian[:, :n]), sp.ImmutableMatrix(jacobian[:, n:])),
-                        definitions=tuple(definitions)),
+    return (tuple(definitions), sp.ImmutableMatrix(jacobian[:, :n]), sp.ImmutableMatrix(jacobian[:, n:]),
             "forward-mode differentiation of the inverse-dynamics program, intermediate by intermediate "
             "(chain rule); sgn' = 0")
+
+
+def _inverse_dynamics_derivatives(model, options):
+    definitions, d_q, d_qd, algorithm = _id_derivatives(model)
+    return Expressions((d_q, d_qd), definitions=definitions), algorithm
+
+
+def _forward_dynamics_derivatives(model, options):
+    if not _has_forward_dynamics(model):
+        return None
+    definitions, d_q, d_qd, algorithm = _id_derivatives(model)
+    rhs = sp.Matrix(model.tau) - model.nonlinear_effects()
+    solve = TreeSolve(sp.ImmutableMatrix(model.M), sp.ImmutableMatrix(rhs), _tree_parents(model))
+    return (DerivativeSolve(solve, tuple(model.qdd), (d_q, d_qd), definitions),
+            "qdd by the sparse L^T D L factorisation of M (as forward_dynamics), the inverse-dynamics derivatives "
+            f"at (q, qd, qdd) ({algorithm}), then -M^-1 dtau/dq, -M^-1 dtau/dqd and M^-1 by the same "
+            "factorisation; fails if M is not positive definite")
 
 
 def _kinetic_energy(model, options):
@@ -299,6 +358,7 @@ DEFINITIONS: dict[str, Callable[[SymbolicModel, BuildOptions], tuple[Value, str]
     "inverse_dynamics": _inverse_dynamics,
     "forward_dynamics": _forward_dynamics,
     "inverse_dynamics_derivatives": _inverse_dynamics_derivatives,
+    "forward_dynamics_derivatives": _forward_dynamics_derivatives,
     "kinetic_energy": _kinetic_energy,
     "potential_energy": _potential_energy,
     "tool_pose": _tool_pose,
@@ -339,22 +399,31 @@ def define_routines(model: SymbolicModel, options: BuildOptions) -> RoutineSet:
 
     symbols = argument_symbols(model)
     definitions = []
+    seconds: dict[str, float] = {}
     for routine in robodyn.routines.TABLE:  # read at call time: routines registered later count too
         define = DEFINITIONS.get(routine.name)
         if routine.name in _NEEDS_REGRESSOR and model.regressor is None:
             define = None
+        started = time.perf_counter()
         result = define(model, options) if define is not None else None
+        seconds[routine.name] = time.perf_counter() - started
         if result is None:
             continue
         value, algorithm = result
         inputs = tuple(symbols[a.name] for a in routine.arguments)
-        outputs = value.outputs if isinstance(value, Expressions) else (value.rhs,)
+        if isinstance(value, Expressions):
+            outputs = value.outputs
+        elif isinstance(value, DerivativeSolve):
+            outputs = value.jacobians + (value.solve.matrix,)
+        else:
+            outputs = (value.rhs,)
         if len(outputs) != len(routine.outputs):
             raise ValueError(f"routine {routine.name}: the table declares {len(routine.outputs)} outputs, "
                              f"its definition gives {len(outputs)}")
         definitions.append(RoutineDefinition(routine, value, algorithm, inputs))
-    return RoutineSet(model, options, tuple(definitions))
+    return RoutineSet(model, options, tuple(definitions),
+                      {d.routine.name: seconds[d.routine.name] for d in definitions})
 
 
-__all__ = ["Expressions", "TreeSolve", "RoutineDefinition", "RoutineSet", "DEFINITIONS", "define_routines",
+__all__ = ["Expressions", "TreeSolve", "DerivativeSolve", "RoutineDefinition", "RoutineSet", "DEFINITIONS", "define_routines",
            "argument_symbols", "dimensions", "TABLE"]

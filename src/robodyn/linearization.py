@@ -4,8 +4,9 @@ The forward dynamics q̈ = FD(q, q̇, τ) solves ID(q, q̇, q̈) = τ. Different
 
     ∂ID/∂q + M ∂q̈/∂q = 0,   ∂ID/∂q̇ + M ∂q̈/∂q̇ = 0,   M ∂q̈/∂τ = I,
 
-so one Cholesky factorisation of M (SciPy) gives all three from the compiled ∂ID/∂q, ∂ID/∂q̇ at
-(q, q̇, FD(q, q̇, τ)): no symbolic inverse is differentiated.
+so one factorisation of M gives all three from ∂ID/∂q, ∂ID/∂q̇ at (q, q̇, FD(q, q̇, τ)): no symbolic
+inverse is differentiated. The compiled routine ``forward_dynamics_derivatives`` does exactly that in C (the
+sparse L^T D L factorisation of forward dynamics).
 
 ``linearize(robot, q, qd, tau)`` is the continuous state-space model of x = (q, q̇) with the motor torques u
 as inputs (τ = S u, S = ``robot.actuation_matrix``: a passive joint has no column):
@@ -25,14 +26,10 @@ __all__ = ["forward_dynamics_derivatives", "linearize", "joint_torque"]
 
 
 def forward_dynamics_derivatives(robot, q, qd, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(∂q̈/∂q, ∂q̈/∂q̇, ∂q̈/∂τ = M⁻¹) at one state; Coulomb friction's derivative is taken as zero."""
-    from scipy.linalg import cho_factor, cho_solve
-
+    """(∂q̈/∂q, ∂q̈/∂q̇, ∂q̈/∂τ = M⁻¹) at one state; Coulomb friction's derivative is taken as zero. The
+    compiled routine ``robot.forward_dynamics_derivatives`` (the formula above, one factorisation of M in C)."""
     q, qd, tau = (np.ascontiguousarray(v, dtype=float) for v in (q, qd, tau))
-    qdd = robot.forward_dynamics(q, qd, tau)
-    d_q, d_qd = robot.inverse_dynamics_derivatives(q, qd, qdd)
-    factor = cho_factor(robot.M(q), check_finite=True)
-    return -cho_solve(factor, d_q), -cho_solve(factor, d_qd), cho_solve(factor, np.eye(q.size))
+    return robot.forward_dynamics_derivatives(q, qd, tau)
 
 
 def joint_torque(robot, tau) -> np.ndarray:

@@ -369,13 +369,6 @@ class Robot(RobotCore):
         """The base parameters at the current parameter values: base_parameter_matrix() @ dynamic_parameters()."""
         return self.base_parameter_matrix() @ self.dynamic_parameters()
 
-    def forward_dynamics_derivatives(self, q, qd, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(dqdd/dq, dqdd/dqd, dqdd/dtau = M^-1) at one state, from the compiled inverse-dynamics derivatives
-        and one Cholesky factorisation of M (see robodyn.linearization)."""
-        from .linearization import forward_dynamics_derivatives
-
-        return forward_dynamics_derivatives(self, q, qd, tau)
-
     def linearize(self, q, qd, tau, dt: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(A, B) of the state-space model of x = (q, qd) about (q, qd, tau): continuous, or with ``dt`` the
         exact Jacobians of one RK4 step of the simulation harness (see robodyn.linearization)."""

@@ -49,7 +49,6 @@ class Robot(RobotCore):
     @property
     def actuation_matrix(self) -> np.ndarray: ...
     def total_energy(self, q: ArrayLike, qd: ArrayLike) -> float | np.ndarray: ...
-    def forward_dynamics_derivatives(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
     def linearize(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike, dt: float | None = None) -> tuple[np.ndarray, np.ndarray]: ...
     def copy(self) -> Robot: ...
     @property
@@ -105,6 +104,8 @@ class Robot(RobotCore):
         """Forward dynamics: joint accelerations under the torques tau (no matrix inverse)."""
     def inverse_dynamics_derivatives(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, out: tuple[np.ndarray, ...] | None = None) -> tuple[np.ndarray, ...]:
         """Partial derivatives of the inverse dynamics (without the tool wrench): dtau/dq and dtau/dqd; dtau/dqdd is M(q). Coulomb friction's derivative is taken as zero (it does not exist at qd = 0)."""
+    def forward_dynamics_derivatives(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike, out: tuple[np.ndarray, ...] | None = None) -> tuple[np.ndarray, ...]:
+        """Partial derivatives of the forward dynamics (without the tool wrench): qdd = FD(q, qd, tau), then dqdd/dq = -M^-1 dtau/dq and dqdd/dqd = -M^-1 dtau/dqd with the inverse-dynamics derivatives at (q, qd, qdd), and dqdd/dtau = M^-1, from one factorisation of M (no inverse is differentiated). Coulomb friction's derivative is taken as zero (it does not exist at qd = 0)."""
     def kinetic_energy(self, q: ArrayLike, qd: ArrayLike, out: np.ndarray | None = None) -> np.ndarray | float:
         """Kinetic energy."""
     def potential_energy(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray | float:

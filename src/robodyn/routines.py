@@ -149,6 +149,13 @@ TABLE: tuple[Routine, ...] = (
             (Output(("n", "n"), "dtau/dq"), Output(("n", "n"), "dtau/dqd")),
             "Partial derivatives of the inverse dynamics (without the tool wrench): dtau/dq and dtau/dqd; dtau/dqdd "
             "is M(q). Coulomb friction's derivative is taken as zero (it does not exist at qd = 0).", "O(n^2)"),
+    Routine("forward_dynamics_derivatives", "forward_dynamics_derivatives", (_Q, _QD, _TAU),
+            (Output(("n", "n"), "dqdd/dq"), Output(("n", "n"), "dqdd/dqd"), Output(("n", "n"), "dqdd/dtau = M^-1")),
+            "Partial derivatives of the forward dynamics (without the tool wrench): qdd = FD(q, qd, tau), then "
+            "dqdd/dq = -M^-1 dtau/dq and dqdd/dqd = -M^-1 dtau/dqd with the inverse-dynamics derivatives at "
+            "(q, qd, qdd), and dqdd/dtau = M^-1, from one factorisation of M (no inverse is differentiated). "
+            "Coulomb friction's derivative is taken as zero (it does not exist at qd = 0).", "O(n^3)",
+            failure="the mass matrix is not positive definite at the state (check the parameters)"),
     Routine("kinetic_energy", "kinetic_energy", (_Q, _QD), (Output((), "0.5 qd^T M(q) qd"),),
             "Kinetic energy.", "O(n)"),
     Routine("potential_energy", "potential_energy", (_Q,), (Output((), "gravitational potential energy"),),

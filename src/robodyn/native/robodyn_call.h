@@ -3,7 +3,8 @@
  *
  * rd_fast_call handles the common case of a control loop -- one state, exact float64
  * ndarrays of the right length, C-contiguous, aligned, native-endian, with finite
- * values, and `out` absent or exactly right -- reading only array headers: no Python
+ * values, and `out` absent or exactly right (a tuple of arrays for several outputs) -- reading only
+ * array headers: no Python
  * object is created unless the result must be allocated, and no exception is raised.
  * Anything else returns RD_FAST_DECLINED and the caller takes the general path
  * (robodyn/_native.pyx), which converts, loops over batches and raises precise errors.
@@ -93,8 +94,6 @@ static RD_ALWAYS_INLINE int rd_fast_call(const rd_routine *r, unsigned optional,
     const double *in[RD_MAX_INPUTS];
     double total = 0.0;
     const int n_inputs = r->n_inputs;
-    if (r->n_outputs != 1)
-        return RD_FAST_DECLINED;
     for (int k = 0; k < n_inputs; ++k) {
         PyObject *x = args[k];
         if (x == NULL || x == Py_None) {
@@ -113,53 +112,79 @@ static RD_ALWAYS_INLINE int rd_fast_call(const rd_routine *r, unsigned optional,
     if (!isfinite(total))
         return RD_FAST_DECLINED;
 
-    const int rank = r->out_rank[0];
-    const Py_ssize_t size = (Py_ssize_t)r->out_shape[0][0] * r->out_shape[0][1];
+    /* Outputs: one array (or a float), or for several outputs a tuple of arrays (none a scalar). */
+    const int n_outputs = r->n_outputs;
     PyObject *out = args[n_inputs];
-    PyObject *made = NULL;
+    const int given = out != NULL && out != Py_None;
+    PyObject *made[RD_MAX_OUTPUTS] = {NULL};
+    double *targets[RD_MAX_OUTPUTS];
+    Py_ssize_t sizes[RD_MAX_OUTPUTS];
     double scalar = 0.0;
-    double *target;
-    if (out != NULL && out != Py_None) {
-        target = rd_array_data(out, rank, r->out_shape[0], RD_OUT_FLAGS);
-        if (target == NULL)
-            return RD_FAST_DECLINED;
-        for (int k = 0; k < n_inputs; ++k)
-            if (in[k] != NULL && rd_overlaps(in[k], r->in_size[k], target, size))
+    if (n_outputs > 1 && given && (!PyTuple_CheckExact(out) || PyTuple_GET_SIZE(out) != n_outputs))
+        return RD_FAST_DECLINED;
+    for (int j = 0; j < n_outputs; ++j) {
+        const int rank = r->out_rank[j];
+        sizes[j] = (Py_ssize_t)r->out_shape[j][0] * r->out_shape[j][1];
+        if (n_outputs > 1 && rank == 0)
+            goto declined;
+        if (given) {
+            PyObject *item = n_outputs == 1 ? out : PyTuple_GET_ITEM(out, j);
+            targets[j] = rd_array_data(item, rank, r->out_shape[j], RD_OUT_FLAGS);
+            if (targets[j] == NULL)
                 return RD_FAST_DECLINED;
-    } else if (rank == 0) {
-        target = &scalar;
-    } else {
-        npy_intp dims[2] = {r->out_shape[0][0], r->out_shape[0][1]};
-        Py_INCREF(float64);
-        made = PyArray_NewFromDescr(&PyArray_Type, float64, rank, dims, NULL, NULL, 0, NULL);
-        if (made == NULL)
-            return RD_FAST_DECLINED; /* the general path reports the error */
-        target = (double *)PyArray_DATA((PyArrayObject *)made);
+            for (int k = 0; k < n_inputs; ++k)
+                if (in[k] != NULL && rd_overlaps(in[k], r->in_size[k], targets[j], sizes[j]))
+                    return RD_FAST_DECLINED;
+            for (int k = 0; k < j; ++k)
+                if (rd_overlaps(targets[k], sizes[k], targets[j], sizes[j]))
+                    return RD_FAST_DECLINED;
+        } else if (rank == 0) {
+            targets[j] = &scalar;
+        } else {
+            npy_intp dims[2] = {r->out_shape[j][0], r->out_shape[j][1]};
+            Py_INCREF(float64);
+            made[j] = PyArray_NewFromDescr(&PyArray_Type, float64, rank, dims, NULL, NULL, 0, NULL);
+            if (made[j] == NULL)
+                goto declined; /* the general path reports the error */
+            targets[j] = (double *)PyArray_DATA((PyArrayObject *)made[j]);
+        }
     }
-    double *const outs[1] = {target};
     int status;
     if (release) {
         Py_BEGIN_ALLOW_THREADS
-        status = r->kernel(in, p, outs);
+        status = r->kernel(in, p, targets);
         Py_END_ALLOW_THREADS
     } else {
-        status = r->kernel(in, p, outs);
+        status = r->kernel(in, p, targets);
     }
     if (status != 0) {
-        Py_XDECREF(made);
+        for (int j = 0; j < n_outputs; ++j)
+            Py_XDECREF(made[j]);
         return RD_FAST_FAILED;
     }
-    if (made != NULL) {
-        *result = made;
-    } else if (target == &scalar) {
+    if (given) {
+        Py_INCREF(out);
+        *result = out;
+    } else if (n_outputs > 1) {
+        PyObject *tuple = PyTuple_New(n_outputs);
+        if (tuple == NULL)
+            goto declined;
+        for (int j = 0; j < n_outputs; ++j)
+            PyTuple_SET_ITEM(tuple, j, made[j]); /* steals the reference */
+        *result = tuple;
+    } else if (made[0] != NULL) {
+        *result = made[0];
+    } else {
         *result = PyFloat_FromDouble(scalar);
         if (*result == NULL)
             return RD_FAST_DECLINED;
-    } else {
-        Py_INCREF(out);
-        *result = out;
     }
     return RD_FAST_DONE;
+
+declined:
+    for (int j = 0; j < n_outputs; ++j)
+        Py_XDECREF(made[j]);
+    return RD_FAST_DECLINED;
 }
 
 /* Run the kernel on `count` rows (batched) or once; returns the first failing row, or -1. */
