@@ -96,7 +96,8 @@ def test_sampled_states_inside_the_region_of_attraction_converge(load):
     robot = load("cartpole")
     law = LQR(robot, UPRIGHT["cartpole"], tau_limit=[20.0, 0.0], **WEIGHTS["cartpole"])
     region = region_of_attraction(robot, law, directions=500, levels=40)
-    assert region.rho > 0.0
+    assert region.rho > 0.0 and not region.capped
+    assert region_of_attraction(robot, law, directions=50, levels=5, max_level=1e-6).capped
     starts = region.sample(12, np.random.default_rng(0))
     assert np.all(region.contains(starts[:, :2], starts[:, 2:]))
     for x in starts:

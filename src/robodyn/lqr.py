@@ -243,6 +243,7 @@ class RegionOfAttraction:
     P: np.ndarray
     rho: float
     samples: int  # states at which V̇ was evaluated
+    capped: bool = False  # no sampled state had V̇ ≥ 0 up to the search's bound: rho is that bound, not a failure
 
     def contains(self, q, qd) -> np.ndarray | bool:
         dx = np.concatenate((np.asarray(q, dtype=float), np.asarray(qd, dtype=float)), axis=-1) - self.x0
@@ -308,10 +309,10 @@ def region_of_attraction(robot, controller: LQR, *, directions: int = 2000, leve
         max_level = 1e-4 * smallest
         while max_level < 1e4 * smallest and decreasing(max_level):
             max_level *= 2.0
-    rho, previous = max_level, 0.0
+    rho, previous, capped = max_level, 0.0, True
     for level in max_level * (np.arange(1, levels + 1) / levels) ** 2:  # ascending, denser near x₀
         if not decreasing(level):
-            rho = previous
+            rho, capped = previous, False
             break
         previous = level
-    return RegionOfAttraction(x0, P, float(rho), evaluated)
+    return RegionOfAttraction(x0, P, float(rho), evaluated, capped)
