@@ -16,13 +16,17 @@ step), so a discrete-time controller or estimator designed on it matches the sim
 
 Friction: Coulomb friction fc sgn(q̇) has the derivative zero (taken as zero at q̇ = 0 too, where it does not
 exist); viscous friction contributes −M⁻¹ D to ∂q̈/∂q̇.
+
+Parameters: τ is linear in the dynamic parameters π (masses, first and second moments, friction, rotor
+inertias; ``robot.dynamic_parameter_names``), so ∂τ/∂π is the compiled regressor Y(q, q̇, q̈), and
+``forward_dynamics_parameter_derivatives`` gives ∂q̈/∂π = −M⁻¹ Y(q, q̇, FD(q, q̇, τ)) from the same identity.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["forward_dynamics_derivatives", "linearize", "joint_torque"]
+__all__ = ["forward_dynamics_derivatives", "forward_dynamics_parameter_derivatives", "linearize", "joint_torque"]
 
 
 def forward_dynamics_derivatives(robot, q, qd, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -30,6 +34,20 @@ def forward_dynamics_derivatives(robot, q, qd, tau) -> tuple[np.ndarray, np.ndar
     compiled routine ``robot.forward_dynamics_derivatives`` (the formula above, one factorisation of M in C)."""
     q, qd, tau = (np.ascontiguousarray(v, dtype=float) for v in (q, qd, tau))
     return robot.forward_dynamics_derivatives(q, qd, tau)
+
+
+def forward_dynamics_parameter_derivatives(robot, q, qd, tau) -> np.ndarray:
+    """∂q̈/∂π (n x p) at one state, for the dynamic parameters π = ``robot.dynamic_parameters()`` (columns in
+    ``robot.dynamic_parameter_names`` order): −M⁻¹ Y(q, q̇, q̈) with q̈ = FD(q, q̇, τ). (∂τ/∂π is
+    ``robot.regressor(q, qd, qdd)`` itself.)"""
+    from scipy.linalg import cho_factor, cho_solve
+
+    if "regressor" not in robot.routine_names:
+        raise AttributeError(f"robot {robot.name!r} has no regressor (closed chains have none yet): no parameter "
+                             "derivatives")
+    q, qd, tau = (np.ascontiguousarray(v, dtype=float) for v in (q, qd, tau))
+    qdd = robot.forward_dynamics(q, qd, tau)
+    return -cho_solve(cho_factor(robot.M(q)), robot.regressor(q, qd, qdd))
 
 
 def joint_torque(robot, tau) -> np.ndarray:
