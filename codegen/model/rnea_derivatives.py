@@ -24,11 +24,13 @@ Friction adds ∂friction/∂q̇ (viscous; Coulomb's derivative is taken as zero
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import sympy as sp
 
 from .derivatives import _without_dirac
 from .program import Program
-from .recursive import force_bar_cross, force_cross, motion_cross, spatial_inertia
+from .recursive import force_cross, motion_cross, spatial_inertia
 
 
 def applies(model) -> bool:
@@ -39,9 +41,24 @@ def applies(model) -> bool:
             and len(description.tree) == model.n and len(model.link_transforms) == model.n)
 
 
-def rnea_derivatives(model, prefix: str = "nd") -> tuple[list, sp.Matrix, sp.Matrix]:
-    """(definitions, dτ/dq, dτ/dq̇) of the inverse dynamics without the tool wrench; the definitions come after
-    the model's (they use its link frames) and are named ``<prefix><k>``."""
+@dataclass(frozen=True)
+class RneaDerivatives:
+    """The program (``definitions``, after the model's) and over it: dτ/dq, dτ/dq̇ (friction included) and,
+    from the same quantities, M (M_ij = S_iᵀ I^C_i S_j) and, when split, the bias C q̇ + g + friction (τ at
+    q̈ = 0; None otherwise), which do not depend on q̈: forward-dynamics derivatives solve with them before the
+    q̈-dependent part."""
+
+    definitions: tuple
+    d_q: sp.Matrix
+    d_qd: sp.Matrix
+    mass_matrix: sp.Matrix
+    bias: sp.Matrix | None
+
+
+def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDerivatives:
+    """The derivatives of the inverse dynamics without the tool wrench; the definitions are named
+    ``<prefix><k>`` and use the model's link frames. ``split``: the accelerations' q̈-free part apart (what M and
+    the bias need comes before anything that depends on q̈; a few more operations in all)."""
     program = Program(prefix)
     let_v, let_m = program.vector, program.matrix
     description = model.description
@@ -53,8 +70,13 @@ def rnea_derivatives(model, prefix: str = "nd") -> tuple[list, sp.Matrix, sp.Mat
     def cross(a, b):
         return motion_cross(a) * b
 
-    axes, velocity, acceleration, psi_dot, psi_ddot = [], [], [], [], []
-    inertia, bias_matrix, force = [], [], []
+    def force_product(a, f):  # a ×* f
+        return force_cross(a) * f
+
+    # Forward pass. Split, the acceleration is a = a0 (q̈ = 0, gravity as a base acceleration) + α (from q̈), so
+    # that M and the bias need nothing that depends on q̈; else a0 is a and α is zero.
+    axes, velocity, rest_acceleration, joint_acceleration, psi_dot, psi_ddot = [], [], [], [], [], []
+    inertia, rest_force, joint_force, symmetric, momentum = [], [], [], [], []
     zero = sp.zeros(6, 1)
     base_acceleration = sp.Matrix([0, 0, 0, *(-gravity)])
     for i, joint in enumerate(joints):
@@ -68,38 +90,49 @@ def rnea_derivatives(model, prefix: str = "nd") -> tuple[list, sp.Matrix, sp.Mat
             S = let_v([*direction, *origin.cross(direction)])
         else:
             S = sp.Matrix([0, 0, 0, *direction])
-        parent_v = zero if joint.parent < 0 else velocity[joint.parent]
-        parent_a = base_acceleration if joint.parent < 0 else acceleration[joint.parent]
-        s_dot = let_v(cross(parent_v, S)) if joint.parent >= 0 else zero
-        s_ddot = let_v(cross(parent_a, S) + (cross(parent_v, s_dot) if joint.parent >= 0 else zero))
+        root = joint.parent < 0
+        parent_v = zero if root else velocity[joint.parent]
+        parent_a0 = base_acceleration if root else rest_acceleration[joint.parent]
+        parent_alpha = zero if root or not split else joint_acceleration[joint.parent]
+        s_dot = zero if root else let_v(cross(parent_v, S))
+        # Ψ̈ = a_λ × S + v_λ × Ψ̇ with a_λ = a0_λ + α_λ: the q̈-free part here, α_λ × S added below.
+        s_ddot0 = let_v(cross(parent_a0, S) + (zero if root else cross(parent_v, s_dot)))
+        s_ddot = s_ddot0 if root or not split else let_v(s_ddot0 + cross(parent_alpha, S))
         v = let_v(parent_v + S * qd[i])
-        a = let_v(parent_a + S * qdd[i] + s_dot * qd[i])
+        a0 = let_v(parent_a0 + s_dot * qd[i] + (zero if split else S * qdd[i]))
+        alpha = let_v(parent_alpha + S * qdd[i]) if split else zero
         com = let_v(R * sp.Matrix(joint.inertial.com) + p)
         rotated = let_m(R * sp.Matrix(joint.inertial.inertia) * R.T)
         I = let_m(spatial_inertia(joint.inertial.mass, com, rotated))
         h = let_v(I * v)
-        f = let_v(I * a + force_cross(v) * h)
-        B = let_m(force_cross(v) * I + force_bar_cross(h) - I * motion_cross(v))
+        # B = (v ×*) I + (h ×̄*) − I (v ×) = −P + (h ×̄*) with P = (v ×)ᵀ I + I (v ×) symmetric: only P and h
+        # are summed over subtrees, and (h ×̄*) x = x ×* h is applied as a cross product.
+        half = I * motion_cross(v)
         axes.append(S)
         velocity.append(v)
-        acceleration.append(a)
+        rest_acceleration.append(a0)
+        joint_acceleration.append(alpha)
         psi_dot.append(s_dot)
         psi_ddot.append(s_ddot)
         inertia.append(I)
-        bias_matrix.append(B)
-        force.append(f)
+        symmetric.append(half + half.T)
+        momentum.append(h)
+        rest_force.append(I * a0 + force_product(v, h))
+        joint_force.append(I * alpha)
 
-    # Subtree sums, from the leaves.
-    composite_inertia, composite_bias, subtree_force = list(inertia), list(bias_matrix), list(force)
+    # Subtree sums, from the leaves: I^C, P^C, h^C, F0 and Fα (F = F0 + Fα).
+    sums = [list(inertia), list(symmetric), list(momentum), list(rest_force), list(joint_force)]
     for i in reversed(range(n)):
-        composite_inertia[i] = let_m(composite_inertia[i])
-        composite_bias[i] = let_m(composite_bias[i])
-        subtree_force[i] = let_v(subtree_force[i])
+        for values in sums:
+            values[i] = (let_m if values[i].shape[1] > 1 else let_v)(values[i])
         parent = joints[i].parent
         if parent >= 0:
-            composite_inertia[parent] = composite_inertia[parent] + composite_inertia[i]
-            composite_bias[parent] = composite_bias[parent] + composite_bias[i]
-            subtree_force[parent] = subtree_force[parent] + subtree_force[i]
+            for values in sums:
+                values[parent] = values[parent] + values[i]
+    composite_inertia, composite_symmetric, composite_momentum, composite_rest, composite_joint = sums
+
+    def bias_times(j: int, x) -> sp.Matrix:  # B^C_j x
+        return -composite_symmetric[j] * x + force_product(x, composite_momentum[j])
 
     def ancestors(i: int) -> list[int]:
         chain = []
@@ -111,29 +144,34 @@ def rnea_derivatives(model, prefix: str = "nd") -> tuple[list, sp.Matrix, sp.Mat
     def dot(a, b) -> sp.Expr:
         return sum((a[k] * b[k] for k in range(6)), sp.Integer(0))
 
-    d_q, d_qd = sp.zeros(n, n), sp.zeros(n, n)
+    d_q, d_qd, M, bias = sp.zeros(n, n), sp.zeros(n, n), sp.zeros(n, n), sp.zeros(n, 1)
     for i in range(n):
-        row_inertia = let_v(composite_inertia[i].T * axes[i])  # (S_iᵀ I^C_i)ᵀ
-        row_bias = let_v(composite_bias[i].T * axes[i])  # (S_iᵀ B^C_i)ᵀ
+        row_inertia = let_v(composite_inertia[i] * axes[i])  # (S_iᵀ I^C_i)ᵀ
+        # (S_iᵀ B^C_i)ᵀ = B^C_iᵀ S_i = −P^C_i S_i − S_i ×* h^C_i
+        row_bias = let_v(-composite_symmetric[i] * axes[i] - force_product(axes[i], composite_momentum[i]))
+        bias[i] = dot(axes[i], composite_rest[i])
         for j in ancestors(i):  # j ⪯ i
+            M[i, j] = M[j, i] = dot(row_inertia, axes[j])
             d_q[i, j] = dot(row_inertia, psi_ddot[j]) + dot(row_bias, psi_dot[j])
             d_qd[i, j] = dot(row_bias, axes[j]) + 2 * dot(row_inertia, psi_dot[j])
     for j in range(n):
         strict = ancestors(j)[1:]
         if not strict:
             continue
-        column_q = let_v(force_cross(axes[j]) * subtree_force[j] + composite_inertia[j] * psi_ddot[j]
-                         + composite_bias[j] * psi_dot[j])
-        column_qd = let_v(composite_bias[j] * axes[j] + 2 * composite_inertia[j] * psi_dot[j])
+        force = composite_rest[j] + composite_joint[j]
+        column_q = let_v(force_product(axes[j], force) + composite_inertia[j] * psi_ddot[j]
+                         + bias_times(j, psi_dot[j]))
+        column_qd = let_v(bias_times(j, axes[j]) + 2 * composite_inertia[j] * psi_dot[j])
         for i in strict:  # i ≺ j
             d_q[i, j] = dot(axes[i], column_q)
             d_qd[i, j] = dot(axes[i], column_qd)
     friction = sp.Matrix(model.friction)
     for i in range(n):
+        bias[i] += friction[i]
         for j in range(n):
             partial = _without_dirac(sp.diff(friction[i], qd[j]))
             if partial != 0:
                 d_qd[i, j] += partial
             if friction[i].has(q[j]):
                 d_q[i, j] += sp.diff(friction[i], q[j])
-    return list(program.definitions), d_q, d_qd
+    return RneaDerivatives(tuple(program.definitions), d_q, d_qd, M, bias if split else None)

@@ -190,49 +190,61 @@ def _forward_dynamics(model, options):
             "kinematic tree (no fill-in); fails if M is not positive definite")
 
 
-#: The last model's inverse-dynamics derivatives: both derivative routines use them (derived once).
-_LAST_DERIVATIVES: list = []
+#: The last model's inverse-dynamics derivatives, by (model, split): both derivative routines use the generic
+#: ones (derived once).
+_LAST_DERIVATIVES: dict = {}
 
 
-def _id_derivatives(model):
-    """(definitions, dtau/dq, dtau/dqd, algorithm) of the inverse dynamics without the wrench, in the model's
-    q, q̇, q̈ symbols."""
-    if _LAST_DERIVATIVES and _LAST_DERIVATIVES[0] is model:
-        return _LAST_DERIVATIVES[1]
-    result = _derive_id_derivatives(model)
-    _LAST_DERIVATIVES[:] = [model, result]
-    return result
-
-
-def _derive_id_derivatives(model):
+def _id_derivatives(model, split: bool = False):
+    """(definitions, dtau/dq, dtau/dqd, algorithm, M, bias) of the inverse dynamics without the wrench, in the
+    model's q, q̇, q̈ symbols. The analytical route (trees without rotors or couplings) also gives M and, with
+    ``split``, the bias over its own quantities; the generic route gives None for both."""
     from . import rnea_derivatives
+
+    analytical = rnea_derivatives.applies(model)
+    key = (id(model), split and analytical)
+    if _LAST_DERIVATIVES.get("model") is not model:
+        _LAST_DERIVATIVES.clear()
+        _LAST_DERIVATIVES["model"] = model
+    if key not in _LAST_DERIVATIVES:
+        _LAST_DERIVATIVES[key] = _derive_id_derivatives(model, split) if analytical else _forward_mode(model)
+    return _LAST_DERIVATIVES[key]
+
+
+def _derive_id_derivatives(model, split: bool):
+    from . import rnea_derivatives
+
+    result = rnea_derivatives.rnea_derivatives(model, split=split)
+    return (result.definitions, sp.ImmutableMatrix(result.d_q), sp.ImmutableMatrix(result.d_qd),
+            "analytical derivatives of recursive Newton-Euler in the world frame (Carpentier & Mansard 2018): "
+            "S_i^T (I^C Psi'' + B^C Psi') per pair of joints; Coulomb friction's derivative is zero",
+            result.mass_matrix, result.bias)
+
+
+def _forward_mode(model):
     from .derivatives import differentiate
 
     n = model.n
-    if rnea_derivatives.applies(model):
-        definitions, d_q, d_qd = rnea_derivatives.rnea_derivatives(model)
-        return (tuple(definitions), sp.ImmutableMatrix(d_q), sp.ImmutableMatrix(d_qd),
-                "analytical derivatives of recursive Newton-Euler in the world frame (Carpentier & Mansard 2018): "
-                "S_i^T (I^C Psi'' + B^C Psi') per pair of joints; Coulomb friction's derivative is zero")
     definitions, jacobian = differentiate(model.definitions, list(model.inverse_dynamics(with_wrench=False)),
                                           list(model.q) + list(model.qd))
     jacobian = sp.Matrix(jacobian)
     return (tuple(definitions), sp.ImmutableMatrix(jacobian[:, :n]), sp.ImmutableMatrix(jacobian[:, n:]),
             "forward-mode differentiation of the inverse-dynamics program, intermediate by intermediate "
-            "(chain rule); sgn' = 0")
+            "(chain rule); sgn' = 0", None, None)
 
 
 def _inverse_dynamics_derivatives(model, options):
-    definitions, d_q, d_qd, algorithm = _id_derivatives(model)
+    definitions, d_q, d_qd, algorithm, _, _ = _id_derivatives(model)
     return Expressions((d_q, d_qd), definitions=definitions), algorithm
 
 
 def _forward_dynamics_derivatives(model, options):
     if not _has_forward_dynamics(model):
         return None
-    definitions, d_q, d_qd, algorithm = _id_derivatives(model)
-    rhs = sp.Matrix(model.tau) - model.nonlinear_effects()
-    solve = TreeSolve(sp.ImmutableMatrix(model.M), sp.ImmutableMatrix(rhs), _tree_parents(model))
+    definitions, d_q, d_qd, algorithm, M, bias = _id_derivatives(model, split=True)
+    if bias is None:  # M and the bias of the model's own routines
+        M, bias = model.M, model.nonlinear_effects()
+    solve = TreeSolve(sp.ImmutableMatrix(M), sp.ImmutableMatrix(sp.Matrix(model.tau) - bias), _tree_parents(model))
     return (DerivativeSolve(solve, tuple(model.qdd), (d_q, d_qd), definitions),
             "qdd by the sparse L^T D L factorisation of M (as forward_dynamics), the inverse-dynamics derivatives "
             f"at (q, qd, qdd) ({algorithm}), then -M^-1 dtau/dq, -M^-1 dtau/dqd and M^-1 by the same "
