@@ -630,8 +630,6 @@ PARSE_ERRORS = {
     "the same link twice": (("links: [leg1, leg2]", "links: [leg2, leg2]"), "loops[0].links", "links:",
                             "two different links"),
     "'actuated' missing": (("actuated: [slide1, slide2]\n", ""), "loops", "loops:", "needs 'actuated'"),
-    "'actuated' without 'loops'": ((DYAD[DYAD.index("loops:"):DYAD.index("actuated:")], ""), "actuated", "actuated:",
-                                   "give 'loops' too"),
     "unknown actuated joint": (("[slide1, slide2]", "[slide1, slide3]"), "actuated[1]", "actuated:",
                                "unknown joint 'slide3'"),
     "a joint listed twice": (("[slide1, slide2]", "[slide2, slide2]"), "actuated[1]", "actuated:",
@@ -697,3 +695,13 @@ def test_no_closed_form_builds_the_tree_model():
     chain = model.closed_chain
     assert chain.closed_form is None and "revolute cut joint" in chain.reason
     assert len(chain.tree.q) == 4 and chain.constraint.rows == 2
+
+
+def test_actuated_without_loops_is_a_tree_with_passive_joints():
+    """Without 'loops' the same joints are an open tree: 'actuated' then marks its motors, the other joints are
+    passive coordinates (issue 13), instead of being eliminated by loop equations."""
+    text = DYAD.replace(DYAD[DYAD.index("loops:"):DYAD.index("actuated:")], "")
+    description = parse_text(text, "tree.yaml")
+    names = [joint.name for joint in description.joints]
+    assert description.closure is None
+    assert description.actuated == tuple(sorted(names.index(name) for name in ("slide1", "slide2")))
