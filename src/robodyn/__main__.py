@@ -45,6 +45,9 @@ def demo(args) -> int:
     n = robot.n
     print(f"\n{robot!r}")
     print("parameters: " + (", ".join(f"{k}={v:g}" for k, v in robot.params.items()) or "none"))
+    if robot.is_underactuated and not robot.is_closed_chain:
+        print(f"motors: {', '.join(robot.actuated_joint_names)}; passive (no motor): "
+              f"{', '.join(robot.passive_joint_names)}")
     rng = np.random.default_rng(0)
     q = _demo_position(robot, rng)
     qd = rng.uniform(-1.0, 1.0, n)
