@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -152,11 +153,16 @@ def test_the_real_command_on_the_notes_arm(tmp_path, cache_dir, load):
     if not hasattr(load("rr"), "base_regressor"):
         pytest.skip("robodyn's regressor has not landed yet (issue 11, point 1)")
     out = tmp_path / "rr.csv"
+    started = time.perf_counter()
     result = subprocess.run([sys.executable, "-m", "robodyn", "excite", RR, "--duration", "20", "--harmonics", "5",
                              "--starts", "2", "--workers", "2", "--cache-dir", str(cache_dir), "--out", str(out)],
                             capture_output=True, text=True, cwd=ROOT, timeout=600)
+    elapsed = time.perf_counter() - started
     assert result.returncode == 0, result.stderr
     cond = float(result.stdout.split("cond of the stacked base regressor:")[1].split()[0])
     assert cond <= 30
-    assert "[excite]" in result.stderr and "starts done" in result.stderr  # the run takes more than a second
+    # Progress appears once the optimisation has run a second; the whole command (imports and worker start-up
+    # included) taking several seconds means it did. A faster run may rightly print nothing.
+    if elapsed > 8.0:
+        assert "[excite]" in result.stderr and "starts done" in result.stderr
     assert FourierTrajectory.load(out).harmonics == 5
