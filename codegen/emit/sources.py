@@ -282,11 +282,12 @@ def _kernel_signature(prefix: str, routine, suffix: str = "_kernel") -> str:
             "double *const *outputs)")
 
 
-#: From this many operations on, a routine's arithmetic is also compiled for x86-64-v3 (AVX2, FMA), chosen at
+#: A routine with operations in this range has its arithmetic also compiled for x86-64-v3 (AVX2, FMA), chosen at
 #: load time (GCC's target_clones; elsewhere the plain build only). Such straight-line code is larger than the
 #: instruction cache and its speed follows its size: on the Panda the derivative routines' kernels shrink from
-#: 82 and 100 kB to 51 and 63 kB and run in 0.64x the time. Smaller routines keep one build (compile time).
-_CLONE_OPERATIONS = 6000
+#: 82 and 100 kB to 51 and 63 kB and run in 0.64x the time. Smaller routines keep one build, and so do the
+#: largest (a second build of them would add tens of seconds of compilation).
+_CLONE_OPERATIONS = (6000, 40000)
 
 _CLONE_MACRO = [
     "/* x86-64-v3 (AVX2, FMA) and baseline builds of the arithmetic, chosen at load time (GCC, glibc). */",
@@ -304,7 +305,7 @@ def _kernel_definition(prefix: str, definition: RoutineDefinition, body: list[st
     """The kernel: the routine in the table's signature; a large one calls its body compiled twice."""
     routine = definition.routine
     lines = ["{", *_kernel_aliases(definition), *body, *([] if routine.failure else ["    return 0;"]), "}"]
-    if operations < _CLONE_OPERATIONS:
+    if not _CLONE_OPERATIONS[0] <= operations <= _CLONE_OPERATIONS[1]:
         return [_kernel_signature(prefix, routine), *lines]
     # The body is a static function of its own, so that the clones stay inside the kernel's symbol.
     return [*_CLONE_MACRO, "RD_CLONES static " + _kernel_signature(prefix, routine, "_body"), *lines, "",

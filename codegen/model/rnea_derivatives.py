@@ -144,11 +144,15 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
     def dot(a, b) -> sp.Expr:
         return sum((a[k] * b[k] for k in range(6)), sp.Integer(0))
 
+    # P^C_j S_j and S_j ×* h^C_j, each used twice: in S_jᵀ B^C_j (row j) and in B^C_j S_j (column j).
+    symmetric_axis = [let_v(composite_symmetric[j] * axes[j]) for j in range(n)]
+    axis_momentum = [let_v(force_product(axes[j], composite_momentum[j])) for j in range(n)]
+
     d_q, d_qd, M, bias = sp.zeros(n, n), sp.zeros(n, n), sp.zeros(n, n), sp.zeros(n, 1)
     for i in range(n):
         row_inertia = let_v(composite_inertia[i] * axes[i])  # (S_iᵀ I^C_i)ᵀ
         # (S_iᵀ B^C_i)ᵀ = B^C_iᵀ S_i = −P^C_i S_i − S_i ×* h^C_i
-        row_bias = let_v(-composite_symmetric[i] * axes[i] - force_product(axes[i], composite_momentum[i]))
+        row_bias = let_v(-symmetric_axis[i] - axis_momentum[i])
         bias[i] = dot(axes[i], composite_rest[i])
         for j in ancestors(i):  # j ⪯ i
             M[i, j] = M[j, i] = dot(row_inertia, axes[j])
@@ -161,7 +165,8 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
         force = composite_rest[j] + composite_joint[j]
         column_q = let_v(force_product(axes[j], force) + composite_inertia[j] * psi_ddot[j]
                          + bias_times(j, psi_dot[j]))
-        column_qd = let_v(bias_times(j, axes[j]) + 2 * composite_inertia[j] * psi_dot[j])
+        # B^C_j S_j = −P^C_j S_j + S_j ×* h^C_j
+        column_qd = let_v(-symmetric_axis[j] + axis_momentum[j] + 2 * composite_inertia[j] * psi_dot[j])
         for i in strict:  # i ≺ j
             d_q[i, j] = dot(axes[i], column_q)
             d_qd[i, j] = dot(axes[i], column_qd)
