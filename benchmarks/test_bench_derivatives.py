@@ -20,6 +20,12 @@ same figure ("derivative routines ... s"), and the build manifest's timings hold
 Instruction counts (deterministic, unlike these timings): ``python benchmarks/callgrind_calls.py panda.urdf
 --lock panda_finger_joint1=0 --lock panda_finger_joint2=0 --only inverse_dynamics_derivatives
 --only forward_dynamics_derivatives``.
+
+Both routines' kernels are built twice, for x86-64-v3 (AVX2, FMA) and for the baseline, and the first runs
+where the CPU has it (codegen.emit.sources._CLONE_OPERATIONS, GCC on x86-64 Linux): their straight-line code
+is larger than the instruction cache and runs at the speed of its size. On a CPU without AVX2, or with another
+compiler, expect about 1.5x the times (the baseline build: 2.4x to 2.6x Pinocchio's speed when it was the only
+one).
 """
 
 from __future__ import annotations

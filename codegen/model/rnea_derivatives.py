@@ -102,7 +102,10 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
         a0 = let_v(parent_a0 + s_dot * qd[i] + (zero if split else S * qdd[i]))
         alpha = let_v(parent_alpha + S * qdd[i]) if split else zero
         com = let_v(R * sp.Matrix(joint.inertial.com) + p)
-        rotated = let_m(R * sp.Matrix(joint.inertial.inertia) * R.T)
+        # R I Rᵀ is symmetric: its upper triangle, mirrored (the lower one would cost as much again).
+        turned = R * sp.Matrix(joint.inertial.inertia)
+        rotated = let_m(sp.Matrix(3, 3, lambda a, b: (turned[a, :] * R[b, :].T)[0] if a <= b
+                                  else (turned[b, :] * R[a, :].T)[0]))
         I = let_m(spatial_inertia(joint.inertial.mass, com, rotated))
         h = let_v(I * v)
         # B = (v ×*) I + (h ×̄*) − I (v ×) = −P + (h ×̄*) with P = (v ×)ᵀ I + I (v ×) symmetric: only P and h
