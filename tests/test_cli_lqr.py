@@ -31,6 +31,7 @@ def test_lqr_from_the_command_line_stabilises_the_upright_equilibrium(cache_dir,
     summary = json.loads(summary_path.read_text())
     assert summary["controller"] == "lqr" and len(summary["gains"]["K"]) == 1  # one motor
     assert summary["gains"]["equilibrium"] == pytest.approx([_number(v) for v in equilibrium.split(",")])
+    assert summary["tracking_error_final"] < 1e-2  # near rest at the equilibrium (the hold reference) by the end
     assert plot_path.stat().st_size > 10_000
 
 

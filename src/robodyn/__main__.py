@@ -426,7 +426,8 @@ def _print_summary(summary: dict) -> None:
     print(f"\n{summary['robot']}: {summary['duration_s']:g} s at {summary['rate_hz']:g} Hz, "
           f"controller {summary['controller']}, {summary['integrator']} x{summary['substeps']}")
     if summary["tracking_error_max"] is not None:
-        print(f"tracking error: max {summary['tracking_error_max']:.3e}, rms {summary['tracking_error_rms']:.3e}")
+        print(f"tracking error: max {summary['tracking_error_max']:.3e}, rms {summary['tracking_error_rms']:.3e}, "
+              f"final {summary['tracking_error_final']:.3e}")
     if "path" in summary:
         path = summary["path"]
         print(f"platform path: a circle of radius {path['radius']:g} m through "

@@ -486,6 +486,7 @@ class Trajectory:
             "tracking_error_max": None if error is None else float(np.max(np.abs(error))),
             "tracking_error_rms": None if error is None else float(np.sqrt(np.mean(error**2))),
             "tracking_error_max_per_joint": None if error is None else np.max(np.abs(error), axis=0).tolist(),
+            "tracking_error_final": None if error is None else float(np.max(np.abs(error[-1]))),
             "energy_drift_rel": None if robot is None else self.energy_drift_rel(robot),
             "tau_max_per_joint": np.max(np.abs(self.tau), axis=0).tolist(),
             "loop": self.loop.summary(),
