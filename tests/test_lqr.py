@@ -116,6 +116,8 @@ def test_an_lqr_needs_an_equilibrium(load):
     with pytest.raises(ValueError, match="Q: expected"):
         LQR(robot, UPRIGHT["acrobot"], Q=np.eye(3))
     np.testing.assert_allclose(equilibrium_torque(robot, UPRIGHT["acrobot"]), [0.0], atol=1e-12)
+    given = LQR(robot, UPRIGHT["acrobot"], u0=[0.0, 0.0])  # per joint is accepted and kept per motor
+    assert given.u0.shape == (1,) and given.motor_torque(UPRIGHT["acrobot"], np.zeros(2)).shape == (1,)
 
 
 def test_time_varying_lqr_on_a_constant_nominal_is_the_infinite_horizon_lqr(load):

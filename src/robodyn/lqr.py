@@ -113,7 +113,10 @@ class LQR(BuiltinController):
         self.q0 = np.ascontiguousarray(q0, dtype=float).copy()
         if self.q0.shape != (n,) or not np.all(np.isfinite(self.q0)):
             raise ValueError(f"q0: expected {n} finite joint positions, got {q0!r}")
-        self.u0 = equilibrium_torque(model, self.q0) if u0 is None else np.array(u0, dtype=float, ndmin=1)
+        if u0 is None:
+            self.u0 = equilibrium_torque(model, self.q0)
+        else:  # per joint or per motor; kept per motor
+            self.u0 = joint_torque(model, np.array(u0, dtype=float, ndmin=1))[list(model.actuated)]
         tau0 = joint_torque(model, self.u0)
         if u0 is not None:
             qdd = model.forward_dynamics(self.q0, np.zeros(n), tau0)
