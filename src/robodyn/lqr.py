@@ -52,7 +52,7 @@ def _weight(value, name: str, size: int, default: float = 1.0) -> np.ndarray:
                          f"{np.shape(value)}")
     if not np.all(np.isfinite(array)) or not np.allclose(array, array.T, rtol=0.0, atol=1e-12 * np.abs(array).max()):
         raise ValueError(f"{name}: must be finite and symmetric")
-    return 0.5 * (array + array.T)
+    return 0.5 * array + 0.5 * array.T  # (no overflow for entries near the largest double)
 
 
 def _check_weights(Q: np.ndarray, R: np.ndarray) -> None:
