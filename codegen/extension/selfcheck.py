@@ -277,6 +277,16 @@ def _identities(robot, routines: RoutineSet, values: dict[str, np.ndarray]) -> l
     return checks
 
 
+def _central_differences(function, arguments: list[np.ndarray], variable: int, step: float) -> np.ndarray:
+    """∂function/∂arguments[variable] by central differences, one column per entry of that argument."""
+    columns = []
+    for e in np.eye(arguments[variable].size) * step:
+        plus, minus = list(arguments), list(arguments)
+        plus[variable], minus[variable] = arguments[variable] + e, arguments[variable] - e
+        columns.append((function(*plus) - function(*minus)) / (2 * step))
+    return np.column_stack(columns)
+
+
 def _derivative_identities(robot, has: set, values: dict[str, np.ndarray]) -> list[Check]:
     """The inverse-dynamics derivatives against central differences of the compiled inverse dynamics (a
     velocity-dependent Coulomb term has no derivative at a sign change: samples with |qd| > 1e-3 only)."""
@@ -288,16 +298,7 @@ def _derivative_identities(robot, has: set, values: dict[str, np.ndarray]) -> li
             continue
         d_q, d_qd = robot.inverse_dynamics_derivatives(q, qd, qdd)
         for variable, derivative in ((0, d_q), (1, d_qd)):
-            step = 1e-6
-            columns = []
-            for k in range(q.size):
-                e = np.zeros(q.size)
-                e[k] = step
-                plus = [q, qd, qdd]
-                minus = [q, qd, qdd]
-                plus[variable], minus[variable] = plus[variable] + e, minus[variable] - e
-                columns.append((robot.inverse_dynamics(*plus) - robot.inverse_dynamics(*minus)) / (2 * step))
-            difference = np.column_stack(columns)
+            difference = _central_differences(robot.inverse_dynamics, [q, qd, qdd], variable, 1e-6)
             scale = max(float(np.max(np.abs(difference))), float(np.max(np.abs(robot.M(q)))), 1e-300)
             worst = max(worst, float(np.max(np.abs(difference - derivative))) / scale)
     checks = [Check("inverse_dynamics_derivatives_vs_differences", worst, DIFFERENCE_TOLERANCE)]
@@ -323,14 +324,7 @@ def _forward_derivative_check(robot, values: dict[str, np.ndarray]) -> Check:
             # of a small one small (a fixed step would set the error by rounding, not by the derivative).
             magnitude = float(np.max(np.abs((q, qd, tau)[variable])))
             step = 1e-6 * (magnitude if magnitude > 0 else 1.0)
-            columns = []
-            for k in range(q.size):
-                e = np.zeros(q.size)
-                e[k] = step
-                plus, minus = [q, qd, tau], [q, qd, tau]
-                plus[variable], minus[variable] = plus[variable] + e, minus[variable] - e
-                columns.append((robot.forward_dynamics(*plus) - robot.forward_dynamics(*minus)) / (2 * step))
-            difference = np.column_stack(columns)
+            difference = _central_differences(robot.forward_dynamics, [q, qd, tau], variable, step)
             scale = max(float(np.max(np.abs(difference))), float(np.max(np.abs(derivative))), 1e-300)
             worst = max(worst, float(np.max(np.abs(difference - derivative))) / scale)
     return Check("forward_dynamics_derivatives_vs_differences", worst, DIFFERENCE_TOLERANCE)

@@ -289,10 +289,9 @@ def simulate_command(args) -> int:
         from .lqr import LQR
 
         reference_name = "hold"
-        efforts = [limit["effort"] for limit in robot.joint_limits]
-        tau_limit = [np.inf if e is None else e for e in efforts] if any(e is not None for e in efforts) else None
-        if tau_limit is not None:
-            tau_limit = [e if np.isfinite(e) else np.finfo(float).max for e in tau_limit]
+        efforts = [limit["effort"] for limit in robot.joint_limits]  # a joint without one is not saturated
+        tau_limit = ([e if e is not None and math.isfinite(e) else np.finfo(float).max for e in efforts]
+                     if any(e is not None for e in efforts) else None)
         controller = LQR(model, equilibrium, dt=1.0 / args.rate, tau_limit=tau_limit)
     elif reference_name == "circle":
         from .task_space import TaskComputedTorque, platform_circle

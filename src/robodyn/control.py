@@ -72,19 +72,21 @@ def _passive_joints(model) -> list[int]:
     multiplier model instead)."""
     if not getattr(model, "is_underactuated", False) or getattr(model, "is_constrained", False):
         return []
-    return [i for i in range(model.n) if i not in model.actuated]
+    return list(model.passive)
 
 
 class BuiltinController(Controller):
     """A control law evaluated in C, bound to a model and a reference.
 
     Gains, reference and model are fixed when the law is built (read-only attributes):
-    build a new controller to change them. Model *parameter values* stay live.
+    build a new controller to change them. Model *parameter values* stay live. ``law_arrays``: the
+    further arrays some laws take (``state-feedback``: ``gain`` and ``tau_ref``, see robodyn.lqr).
     """
 
     law: str = ""
 
-    def __init__(self, model, reference: Reference | None, kp, kd, tau_limit=None, friction: str = "measured"):
+    def __init__(self, model, reference: Reference | None, kp, kd, tau_limit=None, friction: str = "measured",
+                 **law_arrays):
         if friction not in ("measured", "reference"):
             raise ValueError(f"friction: expected 'measured' or 'reference', got {friction!r}")
         n = model.n
@@ -94,14 +96,14 @@ class BuiltinController(Controller):
             raise ValueError(f"reference has {reference.n} joints, the model {n}")
         self._model = model
         self._reference = reference
-        self._kp = _gain(kp, "kp", n)
-        self._kd = _gain(kd, "kd", n)
+        self._kp = None if kp is None else _gain(kp, "kp", n)  # None: a law without diagonal gains
+        self._kd = None if kd is None else _gain(kd, "kd", n)
         self._tau_limit = None if tau_limit is None else _gain(tau_limit, "tau_limit", n)
         self._friction = friction
         self._passive = _passive_joints(model)
         self._law = model._control_law(self.law, kp=self._kp, kd=self._kd, tau_limit=self._tau_limit,
                                                 friction_at_reference=friction == "reference",
-                                                **reference.c_arguments())
+                                                **reference.c_arguments(), **law_arrays)
 
     model = property(lambda self: self._model, doc="The robot whose model terms the law uses.")
     reference = property(lambda self: self._reference, doc="The tracked reference (None for NoControl).")

@@ -57,7 +57,7 @@ def joint_torque(robot, tau) -> np.ndarray:
     actuated = list(robot.actuated)
     if tau.shape == (robot.n,):
         tolerance = 1e-9 * (1.0 + float(np.max(np.abs(tau))))
-        passive = [i for i in range(robot.n) if i not in actuated and not abs(tau[i]) <= tolerance]
+        passive = [i for i in robot.passive if not abs(tau[i]) <= tolerance]
         if passive:
             names = ", ".join(f"{robot.joint_names[i]} ({tau[i]:.6g})" for i in passive)
             raise ValueError(f"tau: {names} has no motor (a passive joint): give 0 there, or the "

@@ -69,26 +69,25 @@ def equilibrium_torque(robot, q0) -> np.ndarray:
     if q0.shape != (robot.n,) or not np.all(np.isfinite(q0)):
         raise ValueError(f"q0: expected {robot.n} finite joint positions, got {q0!r}")
     tau = robot.inverse_dynamics(q0, np.zeros(robot.n), np.zeros(robot.n))
-    actuated = list(robot.actuated)
-    passive = [i for i in range(robot.n) if i not in actuated]
     scale = 1.0 + float(np.max(np.abs(tau)))
-    unbalanced = [i for i in passive if abs(tau[i]) > EQUILIBRIUM_TOLERANCE * scale]
+    unbalanced = [i for i in robot.passive if abs(tau[i]) > EQUILIBRIUM_TOLERANCE * scale]
     if unbalanced:
         names = ", ".join(f"{robot.joint_names[i]} ({tau[i]:.3g})" for i in unbalanced)
         raise ValueError(f"q0 is not an equilibrium of {robot.name}: the passive joint {names} needs a torque to "
                          "stay at rest, and it has no motor")
-    return tau[actuated].copy()
+    return tau[list(robot.actuated)].copy()
 
 
-def _motor_limit(robot, tau_limit) -> np.ndarray | None:
+def _motor_limit(robot, tau_limit):
+    """``tau_limit`` per joint as given, or per motor spread over the joints (no limit on passive ones)."""
     if tau_limit is None:
         return None
     array = np.array(tau_limit, dtype=float, ndmin=1)
     if array.shape == (robot.n_actuated,) and robot.is_underactuated:
-        array = joint_torque(robot, array)
-        array[[i for i in range(robot.n) if i not in robot.actuated]] = np.inf
-        array[~np.isfinite(array)] = np.finfo(float).max
-    return _gain(array, "tau_limit", robot.n)
+        per_joint = np.full(robot.n, np.finfo(float).max)
+        per_joint[list(robot.actuated)] = array
+        return per_joint
+    return array
 
 
 class LQR(BuiltinController):
@@ -139,16 +138,10 @@ class LQR(BuiltinController):
             raise ValueError(f"no stabilising LQR for {model.name} at q0 = {self.q0}: {error} (is the linearisation "
                              "stabilisable from the motors, and (A, Q) detectable?)") from None
         self.closed_loop_eigenvalues = np.linalg.eigvals(self.A - self.B @ self.K)
-        self._model = model
-        self._reference = Hold(self.q0)
-        self._kp = self._kd = None
-        self._friction = "measured"
-        self._passive = []  # the gain's rows and tau_ref are zero on passive joints already
-        self._tau_limit = _motor_limit(model, tau_limit)
         self.gain = model.actuation_matrix @ self.K  # n x 2n: zero rows on passive joints
         self.gain.setflags(write=False)
-        self._law = model._control_law(self.law, tau_limit=self._tau_limit, gain=np.ascontiguousarray(self.gain),
-                                       tau_ref=np.ascontiguousarray(tau0), **self._reference.c_arguments())
+        super().__init__(model, Hold(self.q0), None, None, _motor_limit(model, tau_limit), gain=self.gain,
+                         tau_ref=tau0)
 
     def motor_torque(self, q, qd) -> np.ndarray:
         """u for states of shape (n,) or (N, n), in numpy (the same law as the compiled one, saturation
@@ -205,7 +198,8 @@ class TimeVaryingLQR(Controller):
         _check_weights(self.Qf, self.R)
         self._model = model
         self._selection = model.actuation_matrix
-        self._tau_limit = _motor_limit(model, tau_limit)
+        limit = _motor_limit(model, tau_limit)
+        self._tau_limit = None if limit is None else _gain(limit, "tau_limit", n)
         self.K = np.empty((rows, m, 2 * n))
         self.P = np.empty((rows, 2 * n, 2 * n))
         for k in range(rows - 1, -1, -1):  # the last sample looks one step past the end, at Qf
@@ -214,7 +208,6 @@ class TimeVaryingLQR(Controller):
             self.K[k] = np.linalg.solve(self.R + B.T @ P_next @ B, B.T @ P_next @ A)
             P = self.Q + A.T @ P_next @ (A - B @ self.K[k])
             self.P[k] = 0.5 * (P + P.T)
-        self.reference = None
 
     def _final_weight(self, model, q, qd, u, dt) -> np.ndarray:
         from scipy.linalg import solve_discrete_are
@@ -308,9 +301,9 @@ def region_of_attraction(robot, controller: LQR, *, directions: int = 2000, leve
         return bool(np.all(np.isfinite(vdot)) and np.all(vdot < 0.0))
 
     if max_level is None:
-        smallest = float(np.linalg.eigvalsh(P).max())  # V = smallest: the shortest semi-axis is 1
-        max_level = 1e-4 * smallest
-        while max_level < 1e4 * smallest and decreasing(max_level):
+        unit_level = float(np.linalg.eigvalsh(P).max())  # V = unit_level: the shortest semi-axis is 1
+        max_level = 1e-4 * unit_level
+        while max_level < 1e4 * unit_level and decreasing(max_level):
             max_level *= 2.0
     rho, previous, capped = max_level, 0.0, True
     for level in max_level * (np.arange(1, levels + 1) / levels) ** 2:  # ascending, denser near x₀

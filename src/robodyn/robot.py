@@ -140,6 +140,12 @@ class Robot(RobotCore):
         return tuple(int(i) for i in self.metadata.get("actuated", range(self.n)))
 
     @property
+    def passive(self) -> tuple[int, ...]:
+        """Indices (ascending) of the coordinates without a motor: those not in ``actuated``."""
+        actuated = set(self.actuated)
+        return tuple(i for i in range(self.n) if i not in actuated)
+
+    @property
     def n_actuated(self) -> int:
         """How many coordinates have a motor: the number of inputs (columns of B in ``linearize``)."""
         return len(self.actuated)
@@ -265,7 +271,7 @@ class Robot(RobotCore):
         """The joints without a motor: a closed chain's passive joints (in its tree) or a serial or tree robot's
         passive coordinates."""
         if not self.is_closed_chain:
-            return tuple(name for i, name in enumerate(self.joint_names) if i not in self.actuated)
+            return tuple(self.joint_names[i] for i in self.passive)
         info = self._chain()
         return tuple(info["tree_joint_names"][i] for i in info["passive"])
 

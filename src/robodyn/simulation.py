@@ -228,8 +228,8 @@ class SimulatedPlant:
         # 1 on a motorised coordinate, 0 on a passive one (None: every joint has a motor)
         self.actuation: np.ndarray | None = None
         if getattr(robot, "is_underactuated", False) and not getattr(robot, "is_constrained", False):
-            self.actuation = np.zeros(self.n)
-            self.actuation[list(robot.actuated)] = 1.0
+            self.actuation = np.ones(self.n)
+            self.actuation[list(robot.passive)] = 0.0
             self.actuation.setflags(write=False)
         # Per-write constants: write() runs at every tick of a Python loop.
         self._step = robot._step if self.compiled else None
