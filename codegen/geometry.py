@@ -98,3 +98,10 @@ def unit_vector(components: list[sp.Expr], norm_squared: sp.Expr) -> list[sp.Exp
         return components
     norm = sp.sqrt(norm_squared.evalf(AXIS_DIGITS + 10))  # a float: no factoring of a large rational
     return [(c / norm).evalf(AXIS_DIGITS) for c in components]
+
+
+def quaternion_rotation(x, y, z, w) -> sp.Matrix:
+    """Rotation matrix of the unit quaternion (x, y, z, w) (Eigen's and Pinocchio's order), quadratic in it."""
+    return sp.Matrix([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])

@@ -19,7 +19,8 @@ def parse_source(data: bytes, path: str, options: BuildOptions | None = None):
     """Parse description bytes, by file type: URDF (``.urdf``) or our YAML format.
 
     URDF only: ``options.lock`` freezes joints, ``options.runtime_parameters`` keeps inertial
-    values as named parameters (YAML says which values are parameters). ``options.tool`` names
+    values as named parameters (YAML says which values are parameters), ``options.base`` "floating"
+    frees the root link (YAML declares it). ``options.tool`` names
     the link carrying the tool frame, in either format."""
     from .parse import decode_description, parse_text
 
@@ -32,7 +33,8 @@ def parse_source(data: bytes, path: str, options: BuildOptions | None = None):
                                    "description with 'loops'); a URDF describes a tree")
         description = parse_urdf_text(data, path, data, lock=options.lock_map,
                                       runtime_parameters=options.runtime_parameters, tool=options.tool,
-                                      accept_invalid_inertia=options.accept_invalid_inertia)
+                                      accept_invalid_inertia=options.accept_invalid_inertia,
+                                      floating=options.base == "floating")
         # The URDF tool frame is the tool link's own frame (a link merged into its parent keeps it).
         return _with_tool_offset(description, options, description.tool)
     if options.lock:
@@ -43,6 +45,10 @@ def parse_source(data: bytes, path: str, options: BuildOptions | None = None):
                                "declares its runtime parameters under 'parameters'")
     description = parse_text(decode_description(data, path), path, data, tool_override=options.tool,
                              accept_invalid_inertia=options.accept_invalid_inertia)
+    if options.base == "floating" and description.floating_base is None:
+        raise DescriptionError(path, None, "base", "--base floating is for URDF input; a YAML description declares "
+                               "its floating base: base: {floating: true, link: {mass: ..., com: [...], inertia: "
+                               "{...}}}")
     if options.assembly_mode != 1 and description.closure is None:
         raise DescriptionError(path, None, "assembly_mode", "--assembly-mode is for closed chains (a description "
                                "with 'loops'); this robot has no loop")

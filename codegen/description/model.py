@@ -115,6 +115,19 @@ class ClosedChain:
 
 
 @dataclass(frozen=True)
+class FloatingBase:
+    """A root body that moves freely in the world (Pinocchio's free flyer): six more velocity coordinates.
+
+    Its pose is part of the configuration, q = (position, unit quaternion x y z w, joints), and its
+    velocity part of the velocity, v = (linear, angular velocity in the base frame, joints); see
+    docs/floating_base.md. The joints whose ``parent`` is -1 hang from this body."""
+
+    link_name: str
+    inertial: Inertial  # in the base link's frame
+    line: int  # where the description declares it, for later messages
+
+
+@dataclass(frozen=True)
 class RobotDescription:
     name: str
     path: str
@@ -137,6 +150,9 @@ class RobotDescription:
     # A serial or tree robot's motorised joints (indices in ``joints``, ascending); None: every joint. The
     # others are passive: coordinates of the model with zero torque (an acrobot's shoulder, a cart-pole's pole).
     actuated: tuple[int, ...] | None = None
+    # A floating root body (legged robots, humanoids, mobile manipulators); None: the base is fixed to the
+    # world at ``base``. With one, ``base`` is the identity and the base pose is part of q.
+    floating_base: FloatingBase | None = None
 
     @property
     def tree(self) -> tuple[Joint, ...]:

@@ -20,14 +20,14 @@ import sympy as sp
 from .. import geometry
 from ..errors import DescriptionError, DescriptionErrors
 from .expressions import CONSTANTS, FUNCTIONS, ExpressionError, parse_expression, parse_number_literal
-from .model import ClosedChain, Inertial, Joint, Limits, LoopClosure, Parameter, RobotDescription, Rotor
+from .model import ClosedChain, FloatingBase, Inertial, Joint, Limits, LoopClosure, Parameter, RobotDescription, Rotor
 from .yaml_source import Located, check_size, load_yaml
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NUMBER_TEXT = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
 _ROBOT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 # Symbols the model itself uses; a parameter of the same name would be ambiguous.
-_RESERVED_PATTERN = re.compile(r"^(q|qd|qdd|tau|h)\d*$")
+_RESERVED_PATTERN = re.compile(r"^(q|qd|qdd|tau|h)b?\d*$")
 _C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float
 for goto if inline int long register restrict return short signed sizeof static struct switch typedef
 union unsigned void volatile while _Bool _Complex _Imaginary""".split())
@@ -38,6 +38,7 @@ JOINT_KEYS = {"name", "type", "parent", "dh", "mdh", "origin", "axis", "link", "
 TOOL_KEYS = {"link", "xyz", "rpy"}
 DH_KEYS = {"a", "alpha", "d", "theta"}
 ORIGIN_KEYS = {"xyz", "rpy"}
+FLOATING_BASE_KEYS = {"floating", "link"}
 LINK_KEYS = {"name", "mass", "com", "inertia"}
 INERTIA_KEYS = {"xx", "yy", "zz", "xy", "xz", "yz"}
 FRICTION_KEYS = {"viscous", "coulomb"}
@@ -454,10 +455,14 @@ def parse_text(text: str, path: str = "<string>", data: bytes | None = None,
     with problems.section():
         if root.has("gravity"):
             gravity = root.get("gravity").vector3()
-    base = sp.eye(4)
+    base, floating_base = sp.eye(4), None
     with problems.section():
         if root.has("base"):
-            base = _parse_origin(root.get("base"))
+            base_node = root.get("base")
+            if base_node.has("floating"):
+                floating_base = _parse_floating_base(base_node)
+            else:
+                base = _parse_origin(base_node)
     tool, tool_node = sp.eye(4), None
     with problems.section():
         if root.has("tool"):
@@ -489,10 +494,16 @@ def parse_text(text: str, path: str = "<string>", data: bytes | None = None,
         closure = _parse_closure(root, names, link_names, problems)
     with problems.section():
         actuated = _parse_open_chain_actuation(root, names)
+    with problems.section():
+        if floating_base is not None and closure is not None:
+            raise root.get("loops").error("closed chains on a floating base are not supported: fix the base "
+                                          "(remove 'floating' from 'base') or open the loops")
     problems.raise_if_any()
-    _check_planar_inertias(items, joints, base)
+    _check_planar_inertias(items, joints, base, floating_base is not None)
     loop_points = [point for loop in closure.loops for point in loop.points] if closure else []
-    _check_unused_parameters(root, parameters, joints, gravity, base, tool, *loop_points)
+    base_body = ([floating_base.inertial.com, floating_base.inertial.inertia, sp.Matrix([floating_base.inertial.mass])]
+                 if floating_base is not None else [])
+    _check_unused_parameters(root, parameters, joints, gravity, base, tool, *loop_points, *base_body)
     if tool_override is not None:  # the build option replaces the description's tool frame
         tool, tool_link = sp.eye(4), link_names.get(tool_override, names.get(tool_override, -2))
         if tool_link == -2:
@@ -503,7 +514,32 @@ def parse_text(text: str, path: str = "<string>", data: bytes | None = None,
     return RobotDescription(name=name, path=path, source_sha256=digest, summary=summary,
                             parameters=parameters, gravity=gravity, base=sp.ImmutableMatrix(base),
                             joints=joints, tool=sp.ImmutableMatrix(tool), tool_link=tool_link, closure=closure,
-                            actuated=actuated)
+                            actuated=actuated, floating_base=floating_base)
+
+
+def _parse_floating_base(node: _Node) -> FloatingBase | None:
+    """``base: {floating: true, link: {name, mass, com, inertia}}``: a root body that moves freely (``floating:
+    false`` is a base fixed at the origin). Its pose is then part of q, not of the description."""
+    node.mapping(FLOATING_BASE_KEYS, required=("floating",))
+    flag = node.get("floating")
+    if not isinstance(flag.value, bool):
+        raise flag.error(f"expected true or false, got {_describe(flag.value)}")
+    if not flag.value:
+        if node.has("link"):
+            raise node.get("link").error("a fixed base has no body of its own (its links do not move); remove "
+                                         "'link' or set floating: true")
+        return None
+    if not node.has("link"):
+        raise node.error("a floating base needs its body: link: {mass: ..., com: [...], inertia: {...}}")
+    link_node = node.get("link")
+    name, inertial = _parse_inertial(link_node)
+    mass = link_node.get("mass")
+    if mass.numeric(inertial.mass) <= 0:
+        raise mass.error("a floating base's mass must be positive (nothing else holds the robot up)")
+    if inertial.planar:
+        raise link_node.get("inertia").error("a floating base turns about every axis: give its full inertia "
+                                             "(xx, yy, zz at least), not only zz")
+    return FloatingBase(name or "base", inertial, node.line)
 
 
 def _link_index(node: _Node, names: dict[str, int], link_names: dict[str, int], what: str) -> int:
@@ -583,14 +619,20 @@ def _parse_closure(root: _Node, names: dict[str, int], link_names: dict[str, int
     return ClosedChain(tuple(loops), actuated, loops_node.line, root.get("actuated").line)
 
 
-def _check_planar_inertias(items: list[_Node], joints: tuple[Joint, ...], base: sp.Matrix) -> None:
-    """Giving only Izz is allowed for links whose z axis keeps a fixed direction.
+def _check_planar_inertias(items: list[_Node], joints: tuple[Joint, ...], base: sp.Matrix,
+                           floating: bool = False) -> None:
+    """Giving only Izz is allowed for links whose z axis keeps a fixed direction (never on a floating base).
 
     The direction is compared numerically (30 digits) at a few pseudo-random joint positions and
     parameter values, a generic-point test of "constant in q for every parameter value" that, unlike
     ``simplify`` of the symbolic derivative, cannot take unbounded time on strange constants."""
     if not any(joint.inertial.planar for joint in joints):
         return
+    if floating:
+        i = next(i for i, joint in enumerate(joints) if joint.inertial.planar)
+        raise items[i].get("link").get("inertia").error(
+            "only zz was given, which is enough only for a link turning about a fixed axis; on a floating base "
+            "every link turns about every axis, so give the full tensor (xx, yy, zz and products)")
     rng = random.Random(0)
     matrices = [base] + [m for joint in joints for m in (joint.placement, joint.successor)]
     parameters = sorted(set().union(*(sp.Matrix(m).free_symbols for m in matrices)), key=str)

@@ -69,7 +69,7 @@ import sympy as sp
 from .. import geometry
 from ..errors import DescriptionError, DescriptionErrors, DescriptionWarning
 from .expressions import ExpressionError, parse_number_literal
-from .model import Inertial, Joint, Limits, Mimic, Parameter, RobotDescription, coordinate_parents
+from .model import FloatingBase, Inertial, Joint, Limits, Mimic, Parameter, RobotDescription, coordinate_parents
 from .physical import check_mass_properties, describe_violations
 
 MOVING_TYPES = ("revolute", "continuous", "prismatic")
@@ -562,7 +562,7 @@ def _robot_name(raw: str, path: str) -> str:
 def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | None = None,
                     lock: Mapping[str, float] | None = None,
                     runtime_parameters: bool = False, tool: str | None = None,
-                    accept_invalid_inertia: bool = False) -> RobotDescription:
+                    accept_invalid_inertia: bool = False, floating: bool = False) -> RobotDescription:
     """Parse URDF text (or bytes, whose XML declaration then gives the encoding).
 
     ``lock`` maps names of moving joints to positions (rad or m): each becomes a fixed joint at that
@@ -572,6 +572,8 @@ def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | Non
     inertia, and each nonzero friction coefficient, a named parameter settable at run time.
     ``tool`` names the link whose frame is the tool frame (default: the last moving joint's link);
     a link merged into its parent by a fixed joint keeps its own frame.
+    ``floating``: the root link moves freely (a free flyer, docs/floating_base.md), carrying the links
+    fixed to it; by default it is fixed to the world, as the URDF convention has it.
     """
     reader = _Reader(path)
     robot = _parse_xml(text, path)
@@ -614,12 +616,17 @@ def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | Non
 
     root = _build_tree(reader, robot, links, joints)
     frames: dict[str, tuple[int, sp.Matrix]] = {}
-    tree = _flatten(reader, root, links, locked, frames, couplings, accept_invalid_inertia, problems)
+    root_parts: list[_Body] | None = [] if floating else None
+    tree = _flatten(reader, root, links, locked, frames, couplings, accept_invalid_inertia, problems, root_parts)
     problems.raise_if_any()
     if not tree:
         raise reader.error(robot, "robot", "the URDF has no moving joint (revolute, continuous or prismatic) "
                            "left to model" + (" after locking" if locked else ""))
-    _warn_if_mobile_base(reader, root, links)
+    floating_base = None
+    if floating:
+        floating_base = _floating_base(reader, root, tree, _combine(root_parts))
+    else:
+        _warn_if_mobile_base(reader, root, links)
 
     parameters: tuple[Parameter, ...] = ()
     if runtime_parameters:
@@ -631,12 +638,13 @@ def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | Non
             raise reader.error(None, "tool", f"no link named {tool!r} in the URDF (links: {_preview(list(frames))})")
         tool_link, tool_frame = frames[tool]
         if tool_link < 0:
-            raise reader.error(links[tool].element, "tool", f"link {tool!r} is fixed to the base: it cannot carry "
-                               "a tool that moves")
+            where = ("is the floating base (its pose is q[:7])" if floating else
+                     "is fixed to the base: it cannot carry a tool that moves")
+            raise reader.error(links[tool].element, "tool", f"link {tool!r} {where}")
 
     coordinates, bodies = _coordinates(tree, couplings)
     digest_source = data if data is not None else (text if isinstance(text, bytes) else text.encode())
-    summary = f"from URDF {Path(path).name}"
+    summary = f"from URDF {Path(path).name}" + (f"; floating base {root.name}" if floating else "")
     if locked:
         summary += "; locked " + ", ".join(f"{k}={float(v):g}" for k, v in locked.items())
     if bodies:
@@ -645,7 +653,18 @@ def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | Non
     return RobotDescription(name=name, path=path, source_sha256=hashlib.sha256(digest_source).hexdigest(),
                             summary=summary, parameters=parameters, gravity=GRAVITY, base=sp.ImmutableMatrix(sp.eye(4)),
                             joints=coordinates, tool=sp.ImmutableMatrix(tool_frame), tool_link=tool_link,
-                            bodies=bodies)
+                            bodies=bodies, floating_base=floating_base)
+
+
+def _floating_base(reader: _Reader, root: _Link, tree: list[Joint], body: _Body) -> FloatingBase:
+    """The free-flying root body: the root link and every link fixed to it. The whole robot must have mass,
+    else nothing resists the base's motion and M is singular."""
+    total = body.mass + sum((joint.inertial.mass for joint in tree), sp.Integer(0))
+    if total == 0:
+        raise reader.error(root.element, f"link[{root.name}]", "a floating base needs mass: no link of the robot "
+                           "has any, so M would be singular")
+    return FloatingBase(root.name, Inertial(body.mass, sp.ImmutableMatrix(body.com), sp.ImmutableMatrix(body.inertia),
+                                            False), root.element.line)
 
 
 # Words that name parts of legs, wheels and propellers; and root links that name mobile bases.
@@ -705,8 +724,9 @@ def _warn_if_mobile_base(reader: _Reader, root: _Link, links: dict[str, _Link]) 
         warnings.warn(DescriptionWarning(
             reader.path, root.element.line, f"link[{root.name}]",
             f"the root link {root.name!r} looks like a mobile base ({'; '.join(signs)}), but it is fixed to the "
-            "world, as the URDF convention has it: floating bases are not modelled, so the dynamics is that of "
-            "the robot with its base welded in place"), stacklevel=3)
+            "world, as the URDF convention has it, so the dynamics is that of the robot with its base welded in "
+            "place; for a base that moves freely, load it with base='floating' (robodyn.load) or --base floating"),
+            stacklevel=3)
 
 
 def _lock_positions(reader: _Reader, lock: dict, by_name: dict[str, _UJoint],
@@ -856,13 +876,16 @@ def _find_xacro(element: _Element) -> _Element | None:
 def _flatten(reader: _Reader, root: _Link, links: dict[str, _Link], locked: Mapping[str, sp.Expr],
              frames: dict[str, tuple[int, sp.Matrix]] | None = None,
              couplings: Mapping[str, tuple[str, sp.Expr, sp.Expr]] | None = None,
-             accept_invalid_inertia: bool = False, problems: DescriptionErrors | None = None) -> list[Joint]:
+             accept_invalid_inertia: bool = False, problems: DescriptionErrors | None = None,
+             root_parts: list[_Body] | None = None) -> list[Joint]:
     """Moving joints depth-first from the root, with fixed (and locked) joints merged away.
 
     ``frames`` (if given) receives, for every link, the moving joint whose body carries it
     (-1: the base) and the link's pose in that body's frame. ``couplings`` (mimic joint ->
     its independent joint, ...) matter to the singularity check: a coordinate is singular when
-    all the joints it moves carry nothing massive. Problems go to ``problems`` (if given)."""
+    all the joints it moves carry nothing massive. Problems go to ``problems`` (if given).
+    ``root_parts`` (a floating base) receives the mass properties of the links the root carries, in
+    the root link's frame; without it they are dropped (a fixed base does not move)."""
     problems = problems if problems is not None else DescriptionErrors()
     couplings = couplings or {}
     pending: list[dict] = []  # per model joint: its fields, and the parts of its body
@@ -883,6 +906,8 @@ def _flatten(reader: _Reader, root: _Link, links: dict[str, _Link], locked: Mapp
             frames[link.name] = (body, frame)
         if body >= 0 and link.body is not None:
             pending[body]["parts"].append(_transform_body(link.body, frame))
+        elif root_parts is not None and link.body is not None:
+            root_parts.append(_transform_body(link.body, frame))
         children = []
         for joint in link.child_joints:
             child = links[joint.child]
@@ -901,7 +926,7 @@ def _flatten(reader: _Reader, root: _Link, links: dict[str, _Link], locked: Mapp
     # Only what moves enters the model: links rigidly attached to the (fixed) base are dropped,
     # so their tensors are not checked (many URDFs give dummy base links placeholder inertias).
     for link in links.values():
-        if link.check is not None and carried_by.get(link.name, -1) >= 0:
+        if link.check is not None and (carried_by.get(link.name, -1) >= 0 or root_parts is not None):
             with problems.section():
                 _check_inertia(reader, *link.check, accept_invalid_inertia)
 

@@ -62,6 +62,14 @@ def derive_model(description, options: BuildOptions | None = None, progress=None
         return derive_closed_chain(description, options, progress=progress)
     method = resolve_method(options.method, len(description.tree),  # bodies, coupled or not
                             options.method != "auto" or exact_rotations(description))
+    if description.floating_base is not None:
+        if method == "lagrange" and options.method == "lagrange":
+            from robodyn.errors import BuildError
+
+            raise BuildError("a floating base takes the recursive route (--method recursive or auto): its "
+                             "orientation is a quaternion, which the Euler-Lagrange closed forms do not handle")
+        method = "recursive"
+        regressor = False  # not yet derived for floating bases
     if method == "lagrange":
         model = derive_lagrange(description, simplify=options.simplify, progress=progress)
     else:

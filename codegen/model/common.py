@@ -12,11 +12,21 @@ from ..description.model import RobotDescription
 Progress = Callable[[str], None]
 
 
-def model_symbols(n: int):
-    """q, q̇, q̈, τ (n each) and the tool wrench h = (force, moment)."""
-    return (sp.symbols(f"q1:{n + 1}", real=True), sp.symbols(f"qd1:{n + 1}", real=True),
-            sp.symbols(f"qdd1:{n + 1}", real=True), sp.symbols(f"tau1:{n + 1}", real=True),
-            sp.symbols("h_fx h_fy h_fz h_mx h_my h_mz", real=True))
+def model_symbols(n: int, floating: bool = False):
+    """q, q̇, q̈, τ (n each) and the tool wrench h = (force, moment). A floating base puts its coordinates first
+    (docs/floating_base.md): q gets its position and unit quaternion (qb1..qb7: x y z, qx qy qz qw), q̇ and q̈ its
+    linear and angular velocity and acceleration in the base frame (qdb1..qdb6, qddb1..qddb6), τ the wrench on it
+    (taub1..taub6: force, then moment, base frame)."""
+    q, qd, qdd, tau = (sp.symbols(f"{stem}1:{n + 1}", real=True) for stem in ("q", "qd", "qdd", "tau"))
+    if floating:
+        q = sp.symbols("qb1:8", real=True) + q
+        qd, qdd, tau = (sp.symbols(f"{stem}b1:7", real=True) + rest
+                        for stem, rest in (("qd", qd), ("qdd", qdd), ("tau", tau)))
+    return q, qd, qdd, tau, sp.symbols("h_fx h_fy h_fz h_mx h_my h_mz", real=True)
+
+
+#: Velocity coordinates of a floating base (linear, then angular) -> index in a spatial vector [angular; linear].
+BASE_TO_SPATIAL = (3, 4, 5, 0, 1, 2)
 
 
 class Coupling:

@@ -52,6 +52,12 @@ class SymbolicModel:
 
     @property
     def n(self) -> int:
+        """Degrees of freedom: the size of M, q̇, q̈ and τ (joints, plus six for a floating base)."""
+        return len(self.qd)
+
+    @property
+    def nq(self) -> int:
+        """The size of q: n, plus one for a floating base (its orientation is a unit quaternion)."""
         return len(self.q)
 
     def coriolis_vector(self) -> sp.Matrix:

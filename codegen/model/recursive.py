@@ -31,7 +31,7 @@ import sympy as sp
 
 from .. import geometry
 from ..description.model import RobotDescription
-from .common import Coupling, Progress, model_symbols, point_jacobian
+from .common import BASE_TO_SPATIAL, Coupling, Progress, model_symbols, point_jacobian
 from .lagrange import SymbolicModel
 from .program import Program
 
@@ -76,24 +76,69 @@ def spatial_inertia(mass, com: sp.Matrix, inertia: sp.Matrix) -> sp.Matrix:
     return out
 
 
+def base_jacobian(root_pose: sp.Matrix, point: sp.Matrix) -> sp.Matrix:
+    """6 x 6: world-frame linear velocity of ``point`` (world coordinates) and angular velocity of any body, per
+    floating-base velocity coordinate (linear, angular; base frame)."""
+    rotation = root_pose[:3, :3]
+    out = sp.zeros(6, 6)
+    out[:3, :3] = rotation
+    out[:3, 3:] = -_cross(point - root_pose[:3, 3]) * rotation
+    out[3:, 3:] = rotation
+    return out
+
+
+def project_vector(v: sp.Matrix, coupling: Coupling, off: int) -> sp.Matrix:
+    """Gᵀ v over the tree's coordinates (a floating base's ``off`` first, unchanged)."""
+    return sp.Matrix(list(v[:off]) + list(coupling.vector(v[off:])))
+
+
+def project_matrix(a: sp.Matrix, coupling: Coupling, off: int) -> sp.Matrix:
+    """Gᵀ A G with G = diag(I_off, G_joints)."""
+    terms = [(k, 1) for k in range(off)] + [(off + c, m) for c, m, _ in coupling.terms]
+    size = off + coupling.n
+    out = sp.zeros(size, size)
+    for i, (ci, mi) in enumerate(terms):
+        for j, (cj, mj) in enumerate(terms):
+            if a[i, j] != 0:
+                out[ci, cj] += mi * mj * a[i, j]
+    return out
+
+
 def derive_recursive(description: RobotDescription, progress: Progress | None = None) -> SymbolicModel:
     """``progress(message)``, if given, hears each algorithm as it finishes (with its time)."""
     start = time.perf_counter()
     say = progress or (lambda message: None)
     joints = description.tree
     n = len(joints)  # bodies of the tree; the model has description.n coordinates
-    q_model, qd_model, qdd_model, tau, wrench = model_symbols(description.n)
+    floating = description.floating_base
+    # A floating base's six velocity coordinates come first: ``off`` shifts every joint's index in M, C, τ.
+    off = 6 if floating is not None else 0
+    q_model, qd_model, qdd_model, tau, wrench = model_symbols(description.n, floating is not None)
     coupling = Coupling(description)
     # The tree's joint positions, velocities and accelerations (the coordinates themselves if uncoupled).
-    q, qd, qdd = coupling.positions(q_model), coupling.rates(qd_model), coupling.rates(qdd_model)
+    q = coupling.positions(q_model[len(q_model) - description.n:])
+    qd, qdd = coupling.rates(qd_model[off:]), coupling.rates(qdd_model[off:])
     gravity = sp.Matrix(description.gravity)
     program = Program()
     let_v, let_m = program.vector, program.matrix
 
-    # Kinematics: base-frame poses of joint frames and link frames.
+    # The root: the fixed base pose, or the floating base's pose, velocity and acceleration (q, v, v̇ give them
+    # in the base frame: its body coordinates, where its spatial acceleration is v̇).
+    zero6 = sp.zeros(6, 1)
+    if floating is not None:
+        rotation = let_m(geometry.quaternion_rotation(*q_model[3:7]))
+        root_pose = geometry.homogeneous(rotation, sp.Matrix(q_model[:3]))
+        root_velocity = sp.Matrix([qd_model[BASE_TO_SPATIAL[k]] for k in range(6)])
+        root_acceleration = sp.Matrix([qdd_model[BASE_TO_SPATIAL[k]] for k in range(6)])
+        root_inertia = let_m(spatial_inertia(floating.inertial.mass, sp.Matrix(floating.inertial.com),
+                                             sp.Matrix(floating.inertial.inertia)))
+    else:
+        root_pose, root_velocity, root_acceleration = sp.Matrix(description.base), zero6, zero6
+
+    # Kinematics: base-frame (floating base: world-frame) poses of joint frames and link frames.
     joint_frames, link_frames = [], []
     for i, joint in enumerate(joints):
-        parent = sp.Matrix(description.base) if joint.parent < 0 else link_frames[joint.parent]
+        parent = root_pose if joint.parent < 0 else link_frames[joint.parent]
         frame = let_m(parent * sp.Matrix(joint.placement))
         joint_frames.append(frame)
         link = frame * geometry.screw(joint.kind, sp.Matrix(joint.axis), q[i]) * sp.Matrix(joint.successor)
@@ -165,17 +210,22 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
 
     velocity = []
     for i, joint in enumerate(joints):
-        parent_v = sp.zeros(6, 1) if joint.parent < 0 else to_child(i, velocity[joint.parent])
+        parent_v = (to_child(i, root_velocity) if off else zero6) if joint.parent < 0 else \
+            to_child(i, velocity[joint.parent])
         velocity.append(let_v(parent_v + subspace[i] * qd[i]))
     # Time derivative of each joint's motion subspace, seen in its link's coordinates.
     psi_dot = [let_v(motion_cross(velocity[i]) * subspace[i]) for i in range(n)]
-    base_rotation_t = sp.Matrix(description.base)[:3, :3].T
-    base_gravity = base_rotation_t * gravity
+    base_gravity = let_v(root_pose[:3, :3].T * gravity)
 
     def newton_euler(with_velocity: bool, with_acceleration: bool, with_gravity: bool) -> sp.Matrix:
-        """τ of the recursive Newton-Euler algorithm (rotors included, no friction)."""
+        """τ of the recursive Newton-Euler algorithm (rotors included, no friction); a floating base's rows
+        first: the wrench on it (force, moment; base frame)."""
         base_acceleration = sp.Matrix([0, 0, 0, *(-base_gravity)]) if with_gravity else sp.zeros(6, 1)
+        if off and with_acceleration:
+            base_acceleration = let_v(base_acceleration + root_acceleration)
+        base_velocity = root_velocity if with_velocity else zero6
         zero = sp.zeros(6, 1)
+        root_force = zero
         acc, force = [], []
         for i, joint in enumerate(joints):
             parent_a = base_acceleration if joint.parent < 0 else acc[joint.parent]
@@ -193,7 +243,7 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
         torque = [sp.Integer(0)] * n
         for i, parent, inertia, psi_m in rotors:
             if parent < 0:
-                parent_v, parent_a = zero, base_acceleration
+                parent_v, parent_a = base_velocity, base_acceleration
             else:
                 parent_v, parent_a = (velocity[parent] if with_velocity else zero), acc[parent]
             v_m = let_v(parent_v + psi_m * qd[i]) if with_velocity else zero
@@ -210,12 +260,22 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
             torque[i] += (psi_m.T * f_m)[0, 0]
             if parent >= 0:
                 force[parent] = force[parent] + f_m
+            else:
+                root_force = root_force + f_m
         for i in reversed(range(n)):
             f = let_v(force[i])
             torque[i] = program.let(torque[i] + (subspace[i].T * f)[0, 0])
             if joints[i].parent >= 0:
                 force[joints[i].parent] = force[joints[i].parent] + to_parent(i, f)
-        return sp.Matrix(torque)
+            else:
+                root_force = root_force + to_parent(i, f)
+        if not off:
+            return sp.Matrix(torque)
+        root_force += root_inertia * base_acceleration
+        if with_velocity:
+            root_force += force_cross(root_velocity) * (root_inertia * root_velocity)
+        root_force = let_v(root_force)
+        return sp.Matrix([root_force[BASE_TO_SPATIAL[k]] for k in range(6)] + torque)
 
     def articulated_body(tool: sp.Matrix, friction: sp.Matrix) -> tuple[sp.Matrix, list[sp.Expr]]:
         """Featherstone's articulated-body algorithm: q̈ and the pivots D_i (> 0 iff M is PD).
@@ -265,47 +325,76 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
 
     # Composite-rigid-body algorithm.
     composite = [sp.Matrix(link_inertia[i]) for i in range(n)]
+    composite_root = sp.Matrix(root_inertia) if off else None
     for i, parent, inertia, _ in rotors:
         if parent >= 0:
             composite[parent] = composite[parent] + inertia
+        elif off:
+            composite_root += inertia
     for i in reversed(range(n)):
         composite[i] = let_m(composite[i])
         if joints[i].parent >= 0:
             composite[joints[i].parent] = composite[joints[i].parent] + matrix_to_parent(i, composite[i])
+        elif off:
+            composite_root += matrix_to_parent(i, composite[i])
 
-    def project_up(start: int, f: sp.Matrix, on_ancestor) -> None:
-        """Carry force f (in link ``start``'s coordinates) to each proper ancestor j: on_ancestor(j, f_j)."""
+    def project_up(start: int, f: sp.Matrix, on_ancestor, on_root=None) -> None:
+        """Carry force f (in link ``start``'s coordinates) to each proper ancestor j: on_ancestor(j, f_j); then,
+        on a floating base, to the base: on_root(f_base)."""
         j = start
         while joints[j].parent >= 0:
             f = to_parent(j, f)
             j = joints[j].parent
             on_ancestor(j, f)
+        if off and on_root is not None:
+            on_root(let_v(to_parent(j, f)))
+
+    def base_entries(f: sp.Matrix) -> list:
+        """A force on the floating base as its six generalised components (force, then moment)."""
+        return [f[BASE_TO_SPATIAL[k]] for k in range(6)]
 
     def tick(what: str, done: int) -> None:
         """A line every tenth of a large tree: these loops are quadratic in its depth."""
         if n >= 20 and done % max(1, n // 10) == 0:
             say(f"  {what}: {done}/{n} bodies ({time.perf_counter() - start:.1f} s)")
 
-    M = sp.zeros(n, n)
+    M = sp.zeros(off + n, off + n)  # tree indices: the floating base's six, then joint i at off + i
+    if off:
+        composite_root = let_m(composite_root)
+        for a in range(6):
+            for b in range(6):
+                M[a, b] = composite_root[BASE_TO_SPATIAL[a], BASE_TO_SPATIAL[b]]
     for i in range(n):
         tick("mass matrix", i)
         f = let_v(composite[i] * subspace[i])
-        M[i, i] = program.let((subspace[i].T * f)[0, 0])
+        M[off + i, off + i] = program.let((subspace[i].T * f)[0, 0])
 
         def store(j, f_j, i=i):
-            M[i, j] = M[j, i] = program.let((subspace[j].T * f_j)[0, 0])
+            M[off + i, off + j] = M[off + j, off + i] = program.let((subspace[j].T * f_j)[0, 0])
 
-        project_up(i, f, store)
+        def store_root(f_root, i=i):
+            for a, value in enumerate(base_entries(f_root)):
+                M[a, off + i] = M[off + i, a] = value
+
+        project_up(i, f, store, store_root)
     for i, parent, inertia, psi_m in rotors:
         f = let_v(inertia * psi_m)
-        M[i, i] = program.let(M[i, i] + (psi_m.T * f)[0, 0])
+        M[off + i, off + i] = program.let(M[off + i, off + i] + (psi_m.T * f)[0, 0])
+
+        def add_root(f_root, i=i):
+            for a, value in enumerate(base_entries(f_root)):
+                M[a, off + i] = M[off + i, a] = program.let(M[a, off + i] + value)
+
         if parent >= 0:
-            M[i, parent] = M[parent, i] = program.let(M[i, parent] + (subspace[parent].T * f)[0, 0])
+            M[off + i, off + parent] = M[off + parent, off + i] = program.let(
+                M[off + i, off + parent] + (subspace[parent].T * f)[0, 0])
 
             def add(j, f_j, i=i):
-                M[i, j] = M[j, i] = program.let(M[i, j] + (subspace[j].T * f_j)[0, 0])
+                M[off + i, off + j] = M[off + j, off + i] = program.let(M[off + i, off + j] + (subspace[j].T * f_j)[0, 0])
 
-            project_up(parent, f, add)
+            project_up(parent, f, add, add_root)
+        elif off:
+            add_root(f)
     t_crba = time.perf_counter()
     say(f"  composite rigid body (mass matrix): {t_crba - t_rnea:.2f} s")
 
@@ -316,42 +405,62 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
 
     composite_i = [sp.Matrix(link_inertia[i]) for i in range(n)]
     composite_b = [b_matrix(link_inertia[i], velocity[i]) for i in range(n)]
-    C = sp.zeros(n, n)
+    if off:  # the base: S = I in its coordinates, whose derivative is (v_base ×)
+        root_cross = motion_cross(root_velocity)
+        root_i, root_b = sp.Matrix(root_inertia), b_matrix(root_inertia, root_velocity)
+    C = sp.zeros(off + n, off + n)
     for i in reversed(range(n)):
         tick("Coriolis matrix", n - 1 - i)
         ic, bc = let_m(composite_i[i]), let_m(composite_b[i])
         f1 = let_v(ic * psi_dot[i] + bc * subspace[i])
         f2 = let_v(ic * subspace[i])
         f3 = let_v(bc.T * subspace[i])
-        C[i, i] = program.let(C[i, i] + (subspace[i].T * f1)[0, 0])
+        C[off + i, off + i] = program.let(C[off + i, off + i] + (subspace[i].T * f1)[0, 0])
         j, g1, g2, g3 = i, f1, f2, f3
         while joints[j].parent >= 0:
             g1, g2, g3 = to_parent(j, g1), to_parent(j, g2), to_parent(j, g3)
             j = joints[j].parent
-            C[j, i] = program.let(C[j, i] + (subspace[j].T * g1)[0, 0])
-            C[i, j] = program.let(C[i, j] + (psi_dot[j].T * g2 + subspace[j].T * g3)[0, 0])
+            C[off + j, off + i] = program.let(C[off + j, off + i] + (subspace[j].T * g1)[0, 0])
+            C[off + i, off + j] = program.let(C[off + i, off + j] + (psi_dot[j].T * g2 + subspace[j].T * g3)[0, 0])
+        if off:
+            g1, g2, g3 = let_v(to_parent(j, g1)), let_v(to_parent(j, g2)), let_v(to_parent(j, g3))
+            row = let_v(root_cross.T * g2 + g3)
+            for a in range(6):
+                C[a, off + i] = program.let(C[a, off + i] + g1[BASE_TO_SPATIAL[a]])
+                C[off + i, a] = program.let(C[off + i, a] + row[BASE_TO_SPATIAL[a]])
         parent = joints[i].parent
         if parent >= 0:
             composite_i[parent] = composite_i[parent] + matrix_to_parent(i, ic)
             composite_b[parent] = composite_b[parent] + matrix_to_parent(i, bc)
+        elif off:
+            root_i, root_b = root_i + matrix_to_parent(i, ic), root_b + matrix_to_parent(i, bc)
+    if off:
+        block = let_m(let_m(root_i) * root_cross + let_m(root_b))
+        for a in range(6):
+            for b in range(6):
+                C[a, b] = program.let(C[a, b] + block[BASE_TO_SPATIAL[a], BASE_TO_SPATIAL[b]])
 
     # Rotors: J_m = J_parent + Ψ_m e_iᵀ. Columns of J_parent and velocities of the bodies
     # they belong to, carried into the parent's coordinates.
+    # Keys are tree indices (a floating base's columns: the unit vectors of its coordinates).
     columns: dict[int, dict[int, tuple[sp.Matrix, sp.Matrix]]] = {}
-    for i in range(n):
-        parent = joints[i].parent
-        inherited = {} if parent < 0 else {j: (to_child(i, s_j), to_child(i, v_j))
-                                           for j, (s_j, v_j) in columns[parent].items()}
-        inherited[i] = (subspace[i], velocity[i])
-        columns[i] = inherited
+    root_columns = {a: (sp.Matrix([int(k == BASE_TO_SPATIAL[a]) for k in range(6)]), root_velocity) for a in range(off)}
+    if rotors:
+        for i in range(n):
+            parent = joints[i].parent
+            above = root_columns if parent < 0 else columns[parent]
+            inherited = {j: (to_child(i, s_j), to_child(i, v_j)) for j, (s_j, v_j) in above.items()}
+            inherited[off + i] = (subspace[i], velocity[i])
+            columns[i] = inherited
     for i, parent, inertia, psi_m in rotors:
-        parent_v = sp.zeros(6, 1) if parent < 0 else velocity[parent]
+        parent_v = root_velocity if parent < 0 else velocity[parent]
         v_m = let_v(parent_v + psi_m * qd[i])
         b_m = let_m(b_matrix(inertia, v_m))
-        jac = {} if parent < 0 else {j: (s_j, let_v(motion_cross(v_j) * s_j))
-                                     for j, (s_j, v_j) in columns[parent].items()}
+        jac = {j: (s_j, let_v(motion_cross(v_j) * s_j))
+               for j, (s_j, v_j) in (root_columns if parent < 0 else columns[parent]).items()}
         own = (psi_m, let_v(motion_cross(parent_v) * psi_m))
-        jac[i] = own if i not in jac else (jac[i][0] + own[0], jac[i][1] + own[1])
+        key = off + i
+        jac[key] = own if key not in jac else (jac[key][0] + own[0], jac[key][1] + own[1])
         products = {k: let_v(inertia * jac[k][1] + b_m * jac[k][0]) for k in jac}
         for r in jac:
             for k in jac:
@@ -359,12 +468,12 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
     t_coriolis = time.perf_counter()
     say(f"  Coriolis matrix: {t_coriolis - t_crba:.2f} s")
 
-    friction = coupling.friction(description, qd_model)
+    friction = sp.Matrix([0] * off + list(coupling.friction(description, qd_model[off:])))
     tool = let_m(link_frames[description.tool_joint] * sp.Matrix(description.tool))
-    aba = None if rotors or not coupling.identity else articulated_body(tool, friction)
+    aba = None if rotors or not coupling.identity or off else articulated_body(tool, friction)
     if not coupling.identity:
-        M, C = coupling.matrix(M).applyfunc(program.let), coupling.matrix(C).applyfunc(program.let)
-        rnea_tau, bias, g = (coupling.vector(v).applyfunc(program.let) for v in (rnea_tau, bias, g))
+        M, C = project_matrix(M, coupling, off).applyfunc(program.let), project_matrix(C, coupling, off).applyfunc(program.let)
+        rnea_tau, bias, g = (project_vector(v, coupling, off).applyfunc(program.let) for v in (rnea_tau, bias, g))
     t_aba = time.perf_counter()
     say(f"  articulated body / couplings: {t_aba - t_coriolis:.2f} s")
 
@@ -375,6 +484,9 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
                    for i, _, _, _ in rotors]
     axes = [let_v(joint_frames[i][:3, :3] * sp.Matrix(j.axis)) for i, j in enumerate(joints)]
 
+    if off:  # the floating base's own body
+        base_com = root_pose[:3, :3] * sp.Matrix(floating.inertial.com) + root_pose[:3, 3]
+        rotor_terms.append((floating.inertial.mass, let_v(base_com)))
     potential = program.let(-sum((joint.inertial.mass * (gravity.T * link_com[i])[0, 0]
                                   for i, joint in enumerate(joints)), sp.Integer(0))
                             - sum((mass * (gravity.T * com)[0, 0] for mass, com in rotor_terms), sp.Integer(0)))
@@ -382,6 +494,8 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
 
     origins = [frame[:3, 3] for frame in joint_frames]
     jacobian = sp.Matrix.vstack(*point_jacobian(description, axes, origins, tool[:3, 3], description.tool_joint))
+    if off:  # the base's columns: a twist (v, ω) in the base frame moves the point by R v + R ω × (p - p_base)
+        jacobian = sp.Matrix.hstack(base_jacobian(root_pose, tool[:3, 3]), jacobian)
     end = time.perf_counter()
 
     return SymbolicModel(

@@ -15,13 +15,15 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Mapping
 
-__all__ = ["BuildOptions", "METHODS", "FORWARD_METHODS", "add_arguments", "from_arguments", "parse_assignments",
+__all__ = ["BuildOptions", "METHODS", "FORWARD_METHODS", "BASES", "add_arguments", "from_arguments", "parse_assignments",
            "cache_arguments", "output_arguments"]
 
 #: Derivation routes: closed forms by Euler-Lagrange, or recursive algorithms; "auto" picks by size.
 METHODS = ("auto", "lagrange", "recursive")
 #: Forward dynamics: M, bias and a sparse L^T D L solve, or the articulated-body algorithm.
 FORWARD_METHODS = ("ltdl", "aba")
+#: The root link: welded to the world, or free (six more degrees of freedom).
+BASES = ("fixed", "floating")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
 
 
@@ -63,6 +65,11 @@ class BuildOptions:
         "--assembly-mode", "closed chains: the assembly mode the dynamics are compiled for, +1 (default; the "
         "platform point to the left of the directed line from the first passive joint to the second, see "
         "docs/closed_chains.md) or -1", type=int, choices=(1, -1)))
+    base: str = field(default="fixed", metadata=_option(
+        "--base", "URDF: 'fixed' (default, the URDF convention: the root link is welded to the world) or 'floating' "
+        "(the root link moves freely, as a legged robot's, a humanoid's or a mobile base's: q then starts with the "
+        "base pose, see docs/floating_base.md); a YAML description declares a floating base itself",
+        choices=BASES))
     selfcheck: bool = field(default=True, metadata=_option(
         "--no-selfcheck", "skip the post-build self-check of every routine against its symbolic value (for those "
         "who know the model is right; the cache entry records that it was not checked)"))
@@ -79,6 +86,8 @@ class BuildOptions:
         if self.tool is not None and (not isinstance(self.tool, str) or not _NAME.match(self.tool)):
             raise ValueError(f"tool: expected a link name, got {self.tool!r}")
         object.__setattr__(self, "tool_offset", _tool_offset(self.tool_offset))
+        if self.base not in BASES:
+            raise ValueError(f"base: expected one of {', '.join(BASES)}, got {self.base!r}")
         if isinstance(self.assembly_mode, bool) or self.assembly_mode not in (1, -1):
             raise ValueError(f"assembly_mode: expected 1 or -1, got {self.assembly_mode!r}")
         object.__setattr__(self, "assembly_mode", int(self.assembly_mode))
@@ -102,7 +111,7 @@ class BuildOptions:
                 "lock": [[name, value] for name, value in self.lock], "runtime_parameters": self.runtime_parameters,
                 "tool": self.tool, "tool_offset": list(self.tool_offset),
                 "accept_invalid_inertia": self.accept_invalid_inertia, "selfcheck": self.selfcheck,
-                "assembly_mode": self.assembly_mode}
+                "assembly_mode": self.assembly_mode, "base": self.base}
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "BuildOptions":
@@ -133,6 +142,8 @@ class BuildOptions:
             out.append("--accept-invalid-inertia")
         if self.assembly_mode != default.assembly_mode:
             out += ["--assembly-mode", str(self.assembly_mode)]
+        if self.base != default.base:
+            out += ["--base", self.base]
         if not self.selfcheck:
             out.append("--no-selfcheck")
         return out
