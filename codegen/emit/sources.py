@@ -202,11 +202,26 @@ def ltdl_columns(parents: tuple[int, ...], factor: dict, outputs: list[tuple[str
     return lines
 
 
+def _quaternion_guard(definition: RoutineDefinition, routines: RoutineSet) -> list[str]:
+    """A floating base's quaternion q[3..6] must have unit norm within QUATERNION_TOLERANCE: else the routine
+    fails (the runtime says why) rather than return the dynamics of a scaled rotation."""
+    if routines.model.description.floating_base is None or "q" not in [a.name for a in definition.routine.arguments]:
+        return []
+    from robodyn.floating_base import QUATERNION_TOLERANCE
+
+    low, high = (1.0 - QUATERNION_TOLERANCE) ** 2, (1.0 + QUATERNION_TOLERANCE) ** 2
+    return ["    /* The base quaternion q[3..6] must have unit norm (robodyn.floating_base.QUATERNION_TOLERANCE). */",
+            "    {",
+            "        const double norm2 = q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6];",
+            f"        if (!(norm2 >= {low!r} && norm2 <= {high!r})) return -1;",
+            "    }"]
+
+
 def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str], int, float]:
     """C statements of one routine, its operation count and its CSE time."""
     routine, value = definition.routine, definition.value
     block = _Block(definition, routines)
-    lines: list[str] = []
+    lines: list[str] = _quaternion_guard(definition, routines)
     outputs = _output_names(definition)
     if isinstance(value, (TreeSolve, DerivativeSolve)):
         solve = value.solve if isinstance(value, DerivativeSolve) else value
@@ -355,6 +370,8 @@ def build_metadata(routines: RoutineSet, operation_counts: dict) -> dict:
         "summary": description.summary,
         "source_sha256": description.source_sha256,
         "n": model.n,
+        "nq": model.nq,
+        **_floating_base_metadata(description),
         "joint_names": [j.name for j in description.joints],
         "joint_types": [j.kind for j in description.joints],
         "link_names": [j.link_name for j in description.joints],
@@ -371,16 +388,33 @@ def build_metadata(routines: RoutineSet, operation_counts: dict) -> dict:
     }
 
 
+def _floating_base_metadata(description) -> dict:
+    """A floating base's link and mass properties (robodyn.Robot: is_floating_base, base_link)."""
+    base = description.floating_base
+    if base is None:
+        return {}
+    inertial = base.inertial
+    return {"floating_base": {"link": base.link_name, "mass": _number(inertial.mass),
+                              "com": [_number(c) for c in inertial.com],
+                              "inertia": [[_number(inertial.inertia[i, j]) for j in range(3)] for i in range(3)]}}
+
+
+def _number(value) -> float | str:
+    """A value for JSON metadata: a float, or its text when it depends on parameters."""
+    return float(value) if value.is_number else str(value)
+
+
 def _actuated_coordinates(model) -> list[int]:
     """The coordinates that have a motor, ascending: a passive joint is a coordinate with zero torque. A closed
     chain's reduced model has its actuated joints as coordinates; its multiplier model (no closed form) every
-    joint of its tree."""
+    joint of its tree. A floating base's six velocity coordinates have none."""
     description, chain = model.description, model.closed_chain
+    off = model.n - description.n
     if chain is not None:
         return sorted(chain.actuated) if chain.closed_form is None else list(range(model.n))
     if description.actuated is not None:
-        return list(description.actuated)
-    return list(range(model.n))
+        return [off + i for i in description.actuated]
+    return list(range(off, model.n))
 
 
 def _closed_chain_metadata(model) -> dict:

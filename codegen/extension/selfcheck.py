@@ -85,12 +85,18 @@ def joint_range(joint, length: float) -> tuple[float, float]:
 
 
 def _joint_samples(description, count: int, rng) -> np.ndarray:
+    """Joint positions within the limits; a floating base's pose first (a position within the robot's reach,
+    a uniformly random unit quaternion)."""
     q = np.empty((count, len(description.joints)))
     length = reach(description)
     for i, joint in enumerate(description.joints):
         low, high = joint_range(joint, length)
         q[:, i] = rng.uniform(low, high, count)
-    return q
+    if description.floating_base is None:
+        return q
+    quaternion = rng.normal(size=(count, 4))
+    quaternion /= np.linalg.norm(quaternion, axis=1, keepdims=True)
+    return np.hstack([rng.uniform(-length, length, (count, 3)), quaternion, q])
 
 
 #: Closed chains are checked where they assemble and at least this far from their singularities (normalised
@@ -250,8 +256,9 @@ def _identities(robot, routines: RoutineSet, values: dict[str, np.ndarray]) -> l
     if {"mass_matrix", "coriolis_matrix"} <= has:
         eps = 1e-6
         worst = 0.0
+        advance = _advance(robot)
         for q, qd in zip(q_all, qd_all):
-            M_dot = (robot.M(q + eps * qd) - robot.M(q - eps * qd)) / (2 * eps)
+            M_dot = (robot.M(advance(q, qd, eps)) - robot.M(advance(q, qd, -eps))) / (2 * eps)
             C = robot.C(q, qd)
             N = M_dot - 2 * C
             scale = max(float(np.max(np.abs(M_dot))), float(np.max(np.abs(C))))
@@ -275,6 +282,16 @@ def _identities(robot, routines: RoutineSet, values: dict[str, np.ndarray]) -> l
     checks += _regressor_identities(robot, has, values)
     checks += _derivative_identities(robot, has, values)
     return checks
+
+
+def _advance(robot):
+    """(q, v, dt) -> the configuration reached at velocity v after dt: q + dt v, or along the floating base's
+    exponential map."""
+    if robot.is_floating_base:
+        from robodyn.floating_base import integrate
+
+        return integrate
+    return lambda q, v, dt: q + dt * v
 
 
 def _central_differences(function, arguments: list[np.ndarray], variable: int, step: float) -> np.ndarray:

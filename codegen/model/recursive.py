@@ -362,8 +362,8 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
     if off:
         composite_root = let_m(composite_root)
         for a in range(6):
-            for b in range(6):
-                M[a, b] = composite_root[BASE_TO_SPATIAL[a], BASE_TO_SPATIAL[b]]
+            for b in range(a, 6):  # one triangle: M is then symmetric to the bit
+                M[a, b] = M[b, a] = composite_root[BASE_TO_SPATIAL[a], BASE_TO_SPATIAL[b]]
     for i in range(n):
         tick("mass matrix", i)
         f = let_v(composite[i] * subspace[i])

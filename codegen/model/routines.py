@@ -98,7 +98,7 @@ TASK_SYMBOLS = sp.symbols("task1 task2", real=True)
 
 def dimensions(model: SymbolicModel) -> dict[str, int]:
     """The sizes the routine table's shapes name: n joints, p dynamic and b base parameters."""
-    dims = {"n": model.n}
+    dims = {"n": model.n, "nq": model.nq}
     if model.regressor is not None:
         dims |= {"p": len(model.regressor.names), "b": len(model.regressor.base.names)}
     chain = model.closed_chain
@@ -168,7 +168,12 @@ def _has_forward_dynamics(model) -> bool:
 
 
 def _tree_parents(model) -> tuple[int, ...]:
-    return tuple(joint.parent for joint in model.description.joints)
+    """The parent of each coordinate in the sparsity of M: a floating base's six form a chain that every joint
+    hangs from (its 6 x 6 block is dense and each joint's column has base entries)."""
+    parents = tuple(joint.parent for joint in model.description.joints)
+    if model.description.floating_base is None:
+        return parents
+    return (-1, 0, 1, 2, 3, 4) + tuple(5 if parent < 0 else 6 + parent for parent in parents)
 
 
 def _forward_dynamics(model, options):
@@ -234,12 +239,14 @@ def _forward_mode(model):
 
 
 def _inverse_dynamics_derivatives(model, options):
+    if model.description.floating_base is not None:
+        return None  # derivatives on the configuration manifold: not yet
     definitions, d_q, d_qd, algorithm, _, _ = _id_derivatives(model)
     return Expressions((d_q, d_qd), definitions=definitions), algorithm
 
 
 def _forward_dynamics_derivatives(model, options):
-    if not _has_forward_dynamics(model):
+    if not _has_forward_dynamics(model) or model.description.floating_base is not None:
         return None
     definitions, d_q, d_qd, algorithm, M, bias = _id_derivatives(model, split=True)
     if bias is None:  # M and the bias of the model's own routines

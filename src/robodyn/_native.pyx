@@ -333,7 +333,7 @@ cdef object _dispatch(object robot, int index, PyObject** args, int fast_status)
     if index >= core._core.n_slots or core._core.slots[index] == NULL:
         return core._unavailable(index)
     if fast_status == RD_FAST_FAILED:
-        return _routine_failed(index, 0, False)
+        return _routine_failed(index, 0, False, robot, args)
     return core._call_general(index, args)
 
 
@@ -362,9 +362,20 @@ def make_method(int index, str method, str doc, tuple argument_names, int n_requ
     return descriptor
 
 
-cdef object _routine_failed(int index, Py_ssize_t row, bint batched):
+cdef object _routine_failed(int index, Py_ssize_t row, bint batched, object robot, PyObject** args):
+    """Raise the routine's failure. A kernel also fails on a floating base's quaternion of other than unit norm:
+    the robot's ``_input_problem`` (Python, only on this slow path) says when that was the cause."""
     where = f" (batch row {row})" if batched else ""
     failure = _FAILURES[index] or "the routine reported an error"
+    cdef tuple names = <tuple>_ARGUMENT_NAMES[index]
+    cdef int k
+    explain = getattr(robot, "_input_problem", None)
+    if explain is not None:
+        for k in range(len(names)):
+            if args[k] != NULL and <object>args[k] is not None:
+                problem = explain(names[k], <object>args[k])
+                if problem:
+                    raise ValueError(f"{_METHOD_NAMES[index]}: {problem}")
     raise ValueError(f"{_METHOD_NAMES[index]}: {failure}{where}")
 
 
@@ -626,7 +637,7 @@ cdef class RobotCore:
         else:
             failed = rd_loop(r, ptrs, optrs, self._core.p, count, batch > 0)
         if failed >= 0:
-            return _routine_failed(index, failed, batch > 0)
+            return _routine_failed(index, failed, batch > 0, self, args)
         if r.n_outputs == 1:
             return scalar_result if first is None else first
         for k in range(r.n_outputs):

@@ -129,6 +129,90 @@ class Robot(RobotCore):
         source = source if isinstance(source, str) else None
         return cls(extension, source=source, options=options, manifest=manifest, selfcheck=selfcheck)
 
+    # -- configuration space: nq positions, n velocities (a floating base: docs/floating_base.md) ----
+
+    @property
+    def nq(self) -> int:
+        """The size of q: n, or n + 1 with a floating base (position, unit quaternion x y z w, joints)."""
+        return int(self.metadata.get("nq", self.n))
+
+    @property
+    def nv(self) -> int:
+        """The size of q̇, q̈ and τ: the degrees of freedom (``n``; with a floating base its six come first)."""
+        return self.n
+
+    @property
+    def is_floating_base(self) -> bool:
+        """Whether the root body moves freely (Pinocchio's free flyer): q starts with its pose, v with its
+        velocity in the base frame, τ with the wrench on it (always zero: the base has no motor)."""
+        return isinstance(self.metadata.get("floating_base"), dict)
+
+    @property
+    def base_link(self) -> str | None:
+        """The floating base's link (None for a fixed base)."""
+        info = self.metadata.get("floating_base")
+        return info["link"] if isinstance(info, dict) else None
+
+    def neutral(self) -> np.ndarray:
+        """The neutral configuration (nq,): joints at zero; a floating base at the origin with the identity
+        orientation (quaternion 0, 0, 0, 1)."""
+        if self.is_floating_base:
+            from .floating_base import neutral
+
+            return neutral(self.n - 6)
+        return np.zeros(self.n)
+
+    def integrate(self, q, v, dt: float = 1.0) -> np.ndarray:
+        """The configuration reached from q at the constant velocity v after dt: q + dt v for joints, the SE(3)
+        exponential map for a floating base (Pinocchio's integrate). Shapes (nq,), (n,) or batches."""
+        if self.is_floating_base:
+            from .floating_base import integrate
+
+            return integrate(self._positions(q), self._velocities(v), dt)
+        return self._positions(q) + float(dt) * self._velocities(v)
+
+    def difference(self, q0, q1) -> np.ndarray:
+        """The velocity that ``integrate`` turns q0 into q1 with in unit time (Pinocchio's difference): q1 - q0
+        for joints, the SE(3) logarithm for a floating base."""
+        if self.is_floating_base:
+            from .floating_base import difference
+
+            return difference(self._positions(q0, "q0"), self._positions(q1, "q1"))
+        return self._positions(q1, "q1") - self._positions(q0, "q0")
+
+    def _input_problem(self, name: str, value) -> str | None:
+        """Why a routine's argument made its kernel fail, if the argument is the cause (a floating base's
+        quaternion of other than unit norm: the kernels check it); None otherwise."""
+        if name != "q" or not self.is_floating_base:
+            return None
+        from .floating_base import check_configuration
+
+        try:
+            check_configuration(value, name)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    def _positions(self, q, name: str = "q") -> np.ndarray:
+        q = np.array(q, dtype=float)
+        if q.ndim not in (1, 2) or q.shape[-1] != self.nq:
+            raise ValueError(f"{name}: expected shape ({self.nq},) or (N, {self.nq}), got {q.shape}")
+        if not np.all(np.isfinite(q)):
+            raise ValueError(f"{name}: contains NaN or infinity")
+        if self.is_floating_base:
+            from .floating_base import check_configuration
+
+            check_configuration(q, name)
+        return q
+
+    def _velocities(self, v, name: str = "v") -> np.ndarray:
+        v = np.array(v, dtype=float)
+        if v.ndim not in (1, 2) or v.shape[-1] != self.n:
+            raise ValueError(f"{name}: expected shape ({self.n},) or (N, {self.n}), got {v.shape}")
+        if not np.all(np.isfinite(v)):
+            raise ValueError(f"{name}: contains NaN or infinity")
+        return v
+
     @property
     def joint_limits(self) -> list[dict]:
         return [dict(limit) for limit in self.metadata["limits"]]
@@ -221,7 +305,7 @@ class Robot(RobotCore):
     def dimensions(self) -> dict[str, int]:
         """The sizes the routine table's shapes name: n joints, p dynamic and b base parameters; for a closed
         chain t tree joints, k loop equations, np passive joints, e task coordinates, am and wm modes."""
-        dims = {"n": self.n}
+        dims = {"n": self.n, "nq": self.nq}
         info = self.metadata.get("dynamic_parameters")
         if isinstance(info, dict):
             dims |= {"p": len(info["names"]), "b": len(info["base_names"])}
@@ -406,6 +490,9 @@ class Robot(RobotCore):
         self.release_gil = state["release_gil"]
 
     def __repr__(self) -> str:
+        if self.is_floating_base:
+            return (f"<robodyn.Robot {self.name!r}: floating base {self.base_link!r} and {len(self.joint_names)} "
+                    f"joints ({', '.join(self.joint_names)}); nq = {self.nq}, nv = {self.n}>")
         return f"<robodyn.Robot {self.name!r}: {self.n} joints ({', '.join(self.joint_names)})>"
 
 

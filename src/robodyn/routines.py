@@ -17,7 +17,8 @@ Adding a routine: an entry here, and its definition in the model stage
 (``codegen/model/routines.py``). Nothing else.
 
 Conventions of every routine method: one state of shape (n,) per argument, or a
-batch of shape (N, n) (results get a leading N); ``out=`` a preallocated float64
+batch of shape (N, n) (results get a leading N); n is the number of degrees of freedom and
+positions have nq of them (nq = n, but n + 1 for a floating base: docs/floating_base.md); ``out=`` a preallocated float64
 array of the result's shape (then nothing is allocated; for several outputs, a
 tuple of arrays); inputs float64, C-contiguous and finite (lists are converted,
 anything else raises TypeError or ValueError).
@@ -39,7 +40,7 @@ COST_CLASSES = ("O(1)", "O(n)", "O(n^2)", "O(n^3)")
 
 @dataclass(frozen=True)
 class Argument:
-    """An array argument. ``size`` is a dimension name ("n") or a number ("6")."""
+    """An array argument. ``size`` is a dimension name ("n", "nq") or a number ("6")."""
 
     name: str
     size: str
@@ -113,10 +114,10 @@ def _size(size: str, dims: dict[str, int]) -> int:
     return int(size) if size.isdigit() else dims[size]
 
 
-_Q = Argument("q", "n", "joint positions [rad or m]")
-_QD = Argument("qd", "n", "joint velocities")
-_QDD = Argument("qdd", "n", "joint accelerations")
-_TAU = Argument("tau", "n", "joint torques or forces")
+_Q = Argument("q", "nq", "joint positions [rad or m]; a floating base's pose first (x y z, quaternion x y z w)")
+_QD = Argument("qd", "n", "joint velocities; a floating base's first (linear, angular; base frame)")
+_QDD = Argument("qdd", "n", "joint accelerations; a floating base's first (the derivative of its velocity)")
+_TAU = Argument("tau", "n", "joint torques or forces; a floating base's wrench first (force, moment; base frame)")
 _QDR = Argument("qdr", "n", "reference velocity (adaptive control: qd_desired - Lambda (q - q_desired))")
 _QDDR = Argument("qddr", "n", "reference acceleration (its time derivative)")
 _X = Argument("x", "e", "end-effector (task) coordinates of a closed chain: the in-plane coordinates of its "
