@@ -115,6 +115,15 @@ class ClosedChain:
 
 
 @dataclass(frozen=True)
+class Frame:
+    """A named frame fixed to one body: a link of the description (URDF links merged by fixed joints keep theirs)."""
+
+    name: str
+    body: int  # index in ``RobotDescription.tree`` of the joint that moves it; -1: the base (fixed or floating)
+    pose: sp.ImmutableMatrix  # 4x4, in that body's link frame
+
+
+@dataclass(frozen=True)
 class FloatingBase:
     """A root body that moves freely in the world (Pinocchio's free flyer): six more velocity coordinates.
 
@@ -153,6 +162,8 @@ class RobotDescription:
     # A floating root body (legged robots, humanoids, mobile manipulators); None: the base is fixed to the
     # world at ``base``. With one, ``base`` is the identity and the base pose is part of q.
     floating_base: FloatingBase | None = None
+    # Every link frame, by name (frame_placements, frame_jacobians): the base's first.
+    frames: tuple[Frame, ...] = ()
 
     @property
     def tree(self) -> tuple[Joint, ...]:

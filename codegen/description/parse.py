@@ -20,7 +20,7 @@ import sympy as sp
 from .. import geometry
 from ..errors import DescriptionError, DescriptionErrors
 from .expressions import CONSTANTS, FUNCTIONS, ExpressionError, parse_expression, parse_number_literal
-from .model import ClosedChain, FloatingBase, Inertial, Joint, Limits, LoopClosure, Parameter, RobotDescription, Rotor
+from .model import ClosedChain, FloatingBase, Frame, Inertial, Joint, Limits, LoopClosure, Parameter, RobotDescription, Rotor
 from .yaml_source import Located, check_size, load_yaml
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -514,7 +514,19 @@ def parse_text(text: str, path: str = "<string>", data: bytes | None = None,
     return RobotDescription(name=name, path=path, source_sha256=digest, summary=summary,
                             parameters=parameters, gravity=gravity, base=sp.ImmutableMatrix(base),
                             joints=joints, tool=sp.ImmutableMatrix(tool), tool_link=tool_link, closure=closure,
-                            actuated=actuated, floating_base=floating_base)
+                            actuated=actuated, floating_base=floating_base, frames=_yaml_frames(joints, floating_base))
+
+
+def _yaml_frames(joints: tuple[Joint, ...], floating_base: FloatingBase | None) -> tuple[Frame, ...]:
+    """The base and each joint's link, at the link frame's origin."""
+    identity = sp.ImmutableMatrix(sp.eye(4))
+    frames = [Frame(floating_base.link_name if floating_base is not None else "base", -1, identity)]
+    names = {frames[0].name}
+    for i, joint in enumerate(joints):
+        if joint.link_name not in names:
+            names.add(joint.link_name)
+            frames.append(Frame(joint.link_name, i, identity))
+    return tuple(frames)
 
 
 def _parse_floating_base(node: _Node) -> FloatingBase | None:

@@ -69,7 +69,7 @@ import sympy as sp
 from .. import geometry
 from ..errors import DescriptionError, DescriptionErrors, DescriptionWarning
 from .expressions import ExpressionError, parse_number_literal
-from .model import FloatingBase, Inertial, Joint, Limits, Mimic, Parameter, RobotDescription, coordinate_parents
+from .model import FloatingBase, Frame, Inertial, Joint, Limits, Mimic, Parameter, RobotDescription, coordinate_parents
 from .physical import check_mass_properties, describe_violations
 
 MOVING_TYPES = ("revolute", "continuous", "prismatic")
@@ -653,7 +653,13 @@ def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | Non
     return RobotDescription(name=name, path=path, source_sha256=hashlib.sha256(digest_source).hexdigest(),
                             summary=summary, parameters=parameters, gravity=GRAVITY, base=sp.ImmutableMatrix(sp.eye(4)),
                             joints=coordinates, tool=sp.ImmutableMatrix(tool_frame), tool_link=tool_link,
-                            bodies=bodies, floating_base=floating_base)
+                            bodies=bodies, floating_base=floating_base, frames=_frames(root, frames))
+
+
+def _frames(root: _Link, frames: dict[str, tuple[int, sp.Matrix]]) -> tuple[Frame, ...]:
+    """Every link as a named frame: the root first, then in the order the tree was walked."""
+    order = [root.name] + [name for name in frames if name != root.name]
+    return tuple(Frame(name, frames[name][0], sp.ImmutableMatrix(frames[name][1])) for name in order)
 
 
 def _floating_base(reader: _Reader, root: _Link, tree: list[Joint], body: _Body) -> FloatingBase:

@@ -375,6 +375,7 @@ def build_metadata(routines: RoutineSet, operation_counts: dict) -> dict:
         "joint_names": [j.name for j in description.joints],
         "joint_types": [j.kind for j in description.joints],
         "link_names": [j.link_name for j in description.joints],
+        "frame_names": [f.name for f in description.frames],
         "limits": [{"lower": j.limits.lower, "upper": j.limits.upper, "velocity": j.limits.velocity,
                     "effort": j.limits.effort} for j in description.joints],
         "parameters": [{"name": p.name, "default": p.default} for p in description.parameters],
@@ -577,8 +578,8 @@ def _table_source(routines: RoutineSet, prefix: str, metadata: dict, counts: dic
         ranks = ", ".join(str(len(o.shape)) for o in routine.outputs)
         shapes = []
         for output in routine.outputs:
-            shape = list(routine.shape(output, dims)) + [1, 1]
-            shapes.append(f"{{{shape[0]}, {shape[1]}}}")
+            shape = list(routine.shape(output, dims)) + [1, 1, 1]
+            shapes.append(f"{{{shape[0]}, {shape[1]}, {shape[2]}}}")
         entries.append(f'    {{"{routine.name}", {prefix}_{routine.name}_kernel, {len(routine.arguments)}, {{{sizes}}}, '
                        f'{len(routine.outputs)}, {{{ranks}}}, {{{", ".join(shapes)}}}, {counts[routine.name]}L}},')
     defaults = ", ".join(repr(float(p.default)) for p in description.parameters)

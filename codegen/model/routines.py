@@ -98,7 +98,7 @@ TASK_SYMBOLS = sp.symbols("task1 task2", real=True)
 
 def dimensions(model: SymbolicModel) -> dict[str, int]:
     """The sizes the routine table's shapes name: n joints, p dynamic and b base parameters."""
-    dims = {"n": model.n, "nq": model.nq}
+    dims = {"n": model.n, "nq": model.nq, "f": len(model.description.frames)}
     if model.regressor is not None:
         dims |= {"p": len(model.regressor.names), "b": len(model.regressor.base.names)}
     chain = model.closed_chain
@@ -274,6 +274,90 @@ def _tool_jacobian(model, options):
     return Expressions((_matrix(model.tool_jacobian),)), "geometric Jacobian: z x (p_tool - p_joint), z per joint"
 
 
+def _frames(model):
+    """The frame model of the description (derived once per model: three routines use it)."""
+    if _LAST_FRAMES.get("model") is not model:
+        from .frames import derive_frames
+
+        _LAST_FRAMES.clear()
+        _LAST_FRAMES["model"], _LAST_FRAMES["frames"] = model, derive_frames(model.description)
+    return _LAST_FRAMES["frames"]
+
+
+_LAST_FRAMES: dict = {}
+
+
+def _frame_value(attribute: str, algorithm: str):
+    def define(model, options):
+        if model.closed_chain is not None:
+            return None  # a closed chain's coordinates are its motors: frames would need the loops solved
+        frames = _frames(model)
+        if frames is None:
+            return None
+        return Expressions((getattr(frames, attribute),), definitions=frames.definitions), algorithm
+    return define
+
+
+def _floating_base_rows(model):
+    """(R, p, c, m, rows): a floating base's rotation and position, the centre of mass (world), the total mass
+    and M's first six rows (the spatial momentum per velocity coordinate, base frame: force, then moment about
+    the base origin). None for a fixed base."""
+    if model.description.floating_base is None:
+        return None
+    from .. import geometry
+
+    R = geometry.quaternion_rotation(*model.q[3:7])
+    p = sp.Matrix(model.q[:3])
+    M = sp.Matrix(model.M)
+    mass = M[0, 0]
+    # M's linear-angular block is m [c]x^T = -m [c]x for the centre c in base coordinates.
+    local = sp.Matrix([M[1, 5], -M[0, 5], M[0, 4]]) / mass
+    return R, p, p + R * local, mass, M[:6, :]
+
+
+def _to_centroid(R, p, c, wrench: sp.Matrix) -> sp.Matrix:
+    """A (force, moment about the base origin) in base coordinates, as (force, moment about c) in world axes."""
+    force = R * wrench[:3, 0]
+    return sp.Matrix([*force, *(R * wrench[3:, 0] + (p - c).cross(force))])
+
+
+def _center_of_mass(model, options):
+    rows = _floating_base_rows(model)
+    if rows is None:
+        return None
+    return Expressions((sp.ImmutableMatrix(rows[2]),)), "c = p + R M_lin,ang / m: from M's base block"
+
+
+def _center_of_mass_jacobian(model, options):
+    rows = _floating_base_rows(model)
+    if rows is None:
+        return None
+    R, _, _, mass, top = rows
+    return Expressions((sp.ImmutableMatrix(R * top[:3, :] / mass),)), (
+        "Jc = R M[0:3, :] / m: the linear momentum rows of M (base frame) over the mass")
+
+
+def _centroidal_momentum_matrix(model, options):
+    rows = _floating_base_rows(model)
+    if rows is None:
+        return None
+    R, p, c, _, top = rows
+    columns = [_to_centroid(R, p, c, top[:, k]) for k in range(top.cols)]
+    return Expressions((sp.ImmutableMatrix(sp.Matrix.hstack(*columns)),)), (
+        "Ag = X*(c) M[0:6, :]: M's base rows are the spatial momentum per coordinate, moved to the centre of mass")
+
+
+def _centroidal_momentum_bias(model, options):
+    rows = _floating_base_rows(model)
+    if rows is None:
+        return None
+    R, p, c, _, _ = rows
+    wrench = sp.Matrix(model.nonlinear_effects()[:6, 0]) - sp.Matrix(model.g[:6, 0])  # no friction on the base
+    return Expressions((sp.ImmutableMatrix(_to_centroid(R, p, c, wrench)),)), (
+        "Agdot qd = X*(c) (C qd)[0:6]: the base rows of Newton-Euler at qdd = 0 without gravity are the rate of "
+        "change of the momentum")
+
+
 def _regressor(model, options):
     r = model.regressor
     return (Expressions((sp.ImmutableMatrix(r.Y),), definitions=r.definitions),
@@ -382,6 +466,15 @@ DEFINITIONS: dict[str, Callable[[SymbolicModel, BuildOptions], tuple[Value, str]
     "potential_energy": _potential_energy,
     "tool_pose": _tool_pose,
     "tool_jacobian": _tool_jacobian,
+    "frame_placements": _frame_value("placements", "world pose of each link frame: product of the joint transforms"),
+    "frame_jacobians": _frame_value("jacobians", "geometric Jacobian of each frame's origin, world-aligned"),
+    "frame_bias_accelerations": _frame_value(
+        "accelerations", "velocity-product accelerations of the bodies (Newton-Euler, qdd = 0), shifted to each "
+                         "frame's origin: classical acceleration a + w x v, world axes"),
+    "center_of_mass": _center_of_mass,
+    "center_of_mass_jacobian": _center_of_mass_jacobian,
+    "centroidal_momentum_matrix": _centroidal_momentum_matrix,
+    "centroidal_momentum_bias": _centroidal_momentum_bias,
     "regressor": _regressor,
     "base_regressor": _base_regressor,
     "slotine_li_regressor": _slotine_li_regressor,

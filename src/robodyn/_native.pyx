@@ -54,7 +54,7 @@ cdef extern from "robodyn_abi.h" nogil:
         int in_size[6]
         int n_outputs
         int out_rank[4]
-        int out_shape[4][2]
+        int out_shape[4][3]
         long operations
     ctypedef struct rd_robot:
         const char* robot
@@ -309,7 +309,7 @@ cdef inline bint _shape_is(cnp.ndarray a, int ndim, cnp.npy_intp* dims) noexcept
 
 
 cdef inline Py_ssize_t _out_size(const rd_routine* r, int k) noexcept nogil:
-    return <Py_ssize_t>r.out_shape[k][0] * r.out_shape[k][1]
+    return <Py_ssize_t>r.out_shape[k][0] * r.out_shape[k][1] * r.out_shape[k][2]
 
 
 # ---------------------------------------------------------------------------
@@ -561,7 +561,7 @@ cdef class RobotCore:
         cdef Py_ssize_t batch = -1
         cdef Py_ssize_t count, failed
         cdef int k, j, endim
-        cdef cnp.npy_intp edims[3]
+        cdef cnp.npy_intp edims[4]
         cdef cnp.npy_intp one[1]
         cdef double scalar_result = 0.0
         cdef cnp.ndarray o
@@ -597,8 +597,11 @@ cdef class RobotCore:
             if r.out_rank[k] >= 1:
                 edims[endim] = r.out_shape[k][0]
                 endim += 1
-            if r.out_rank[k] == 2:
+            if r.out_rank[k] >= 2:
                 edims[endim] = r.out_shape[k][1]
+                endim += 1
+            if r.out_rank[k] == 3:
+                edims[endim] = r.out_shape[k][2]
                 endim += 1
             name = "out" if r.n_outputs == 1 else f"out[{k}]"
             given = None if out is None else (out if r.n_outputs == 1 else (<tuple>out)[k])

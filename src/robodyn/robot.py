@@ -213,6 +213,52 @@ class Robot(RobotCore):
             raise ValueError(f"{name}: contains NaN or infinity")
         return v
 
+    # -- named frames: every link of the description ---------------------------------------------
+
+    @property
+    def frame_names(self) -> tuple[str, ...]:
+        """Every link frame (URDF: every link, merged ones included; YAML: the base and each joint's link)."""
+        return tuple(self.metadata.get("frame_names", ()))
+
+    def frame_index(self, frame: str | int) -> int:
+        """The index of a frame (by name, or an index checked) in ``frame_names``."""
+        names = self.frame_names
+        if isinstance(frame, (int, np.integer)) and not isinstance(frame, (bool, np.bool_)):
+            if not 0 <= frame < len(names):
+                raise IndexError(f"frame index {frame} out of range: this robot has {len(names)} frames")
+            return int(frame)
+        if not isinstance(frame, str):
+            raise TypeError(f"frame: expected a link name or an index, got {type(frame).__name__}")
+        try:
+            return names.index(frame)
+        except ValueError:
+            from difflib import get_close_matches
+
+            close = get_close_matches(frame, names, 3)
+            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            raise KeyError(f"no frame named {frame!r}{hint} (robot.frame_names lists {len(names)})") from None
+
+    def frame_placement(self, q, frame: str | int) -> np.ndarray:
+        """The 4 x 4 world pose of one frame (by link name): shape (4, 4), or (N, 4, 4) for a batch."""
+        return self.frame_placements(q)[..., self.frame_index(frame), :, :]
+
+    def frame_jacobian(self, q, frame: str | int, reference: str = "world_aligned") -> np.ndarray:
+        """The 6 x n Jacobian of one frame: linear velocity of its origin, then angular velocity. ``reference``
+        "world_aligned" (world axes; Pinocchio's LOCAL_WORLD_ALIGNED) or "local" (the frame's own axes)."""
+        index = self.frame_index(frame)
+        jacobian = self.frame_jacobians(q)[..., index, :, :]
+        if reference == "world_aligned":
+            return np.ascontiguousarray(jacobian)
+        if reference != "local":
+            raise ValueError(f"reference: expected 'world_aligned' or 'local', got {reference!r}")
+        rotation_t = np.swapaxes(self.frame_placements(q)[..., index, :3, :3], -1, -2)
+        return np.concatenate([rotation_t @ jacobian[..., :3, :], rotation_t @ jacobian[..., 3:, :]], axis=-2)
+
+    def frame_bias_acceleration(self, q, qd, frame: str | int) -> np.ndarray:
+        """J̇ q̇ of one frame (world axes): its origin's classical acceleration and its angular acceleration are
+        J q̈ + J̇ q̇."""
+        return np.ascontiguousarray(self.frame_bias_accelerations(q, qd)[..., self.frame_index(frame), :])
+
     @property
     def joint_limits(self) -> list[dict]:
         return [dict(limit) for limit in self.metadata["limits"]]
@@ -305,7 +351,7 @@ class Robot(RobotCore):
     def dimensions(self) -> dict[str, int]:
         """The sizes the routine table's shapes name: n joints, p dynamic and b base parameters; for a closed
         chain t tree joints, k loop equations, np passive joints, e task coordinates, am and wm modes."""
-        dims = {"n": self.n, "nq": self.nq}
+        dims = {"n": self.n, "nq": self.nq, "f": len(self.frame_names)}
         info = self.metadata.get("dynamic_parameters")
         if isinstance(info, dict):
             dims |= {"p": len(info["names"]), "b": len(info["base_names"])}

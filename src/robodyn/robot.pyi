@@ -116,6 +116,20 @@ class Robot(RobotCore):
         """Forward kinematics: pose of the tool frame in the base frame."""
     def jacobian(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
         """Geometric Jacobian of the tool frame."""
+    def frame_placements(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Placements of every link frame (see frame_placement for one by name)."""
+    def frame_jacobians(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Jacobians of every link frame, world-aligned at the frame's origin (Pinocchio's LOCAL_WORLD_ALIGNED; see frame_jacobian)."""
+    def frame_bias_accelerations(self, q: ArrayLike, qd: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Velocity-product accelerations of every link frame: [p''; w'] = J qdd + Jdot qd."""
+    def center_of_mass(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Centre of mass of the whole robot (floating base)."""
+    def center_of_mass_jacobian(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Jacobian of the centre of mass (floating base)."""
+    def centroidal_momentum_matrix(self, q: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Centroidal momentum matrix Ag (Orin & Goswami; Pinocchio's data.Ag), floating base."""
+    def centroidal_momentum_bias(self, q: ArrayLike, qd: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
+        """Velocity-product term of the centroidal momentum's rate: hdot = Ag qdd + Agdot qd (floating base)."""
     def regressor(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:
         """Inverse-dynamics regressor Y(q, qd, qdd): per link the ten barycentric parameters (inertia about the link origin, first moments, mass), per rotor its spin inertia, per joint viscous and Coulomb friction (names: dynamic_parameter_names)."""
     def base_regressor(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, out: np.ndarray | None = None) -> np.ndarray:

@@ -77,6 +77,8 @@ class Routine:
             raise ValueError(f"routine {self.name}: optional arguments must come last")
         if not self.outputs:
             raise ValueError(f"routine {self.name}: needs an output")
+        if any(len(o.shape) > 3 for o in self.outputs):
+            raise ValueError(f"routine {self.name}: outputs have at most three dimensions")
 
     @property
     def n_required(self) -> int:
@@ -167,6 +169,30 @@ TABLE: tuple[Routine, ...] = (
     Routine("tool_jacobian", "jacobian", (_Q,),
             (Output(("6", "n"), "linear velocity of the tool origin, then angular velocity (base frame)"),),
             "Geometric Jacobian of the tool frame.", "O(n)"),
+    # Named frames (every link) and, for a floating base, the centre of mass and the centroidal momentum.
+    Routine("frame_placements", "frame_placements", (_Q,),
+            (Output(("f", "4", "4"), "pose of every frame in the world (frame_names order)"),),
+            "Placements of every link frame (see frame_placement for one by name).", "O(n)"),
+    Routine("frame_jacobians", "frame_jacobians", (_Q,),
+            (Output(("f", "6", "n"), "per frame: linear velocity of its origin, then angular velocity, world axes"),),
+            "Jacobians of every link frame, world-aligned at the frame's origin (Pinocchio's LOCAL_WORLD_ALIGNED; "
+            "see frame_jacobian).", "O(n^2)"),
+    Routine("frame_bias_accelerations", "frame_bias_accelerations", (_Q, _QD),
+            (Output(("f", "6"), "per frame: Jdot qd, the classical acceleration of its origin and the angular "
+                                "acceleration at qdd = 0 (world axes)"),),
+            "Velocity-product accelerations of every link frame: [p''; w'] = J qdd + Jdot qd.", "O(n)"),
+    Routine("center_of_mass", "center_of_mass", (_Q,), (Output(("3",), "position of the centre of mass, world"),),
+            "Centre of mass of the whole robot (floating base).", "O(n)"),
+    Routine("center_of_mass_jacobian", "center_of_mass_jacobian", (_Q,),
+            (Output(("3", "n"), "Jc: velocity of the centre of mass = Jc qd (world axes)"),),
+            "Jacobian of the centre of mass (floating base).", "O(n^2)"),
+    Routine("centroidal_momentum_matrix", "centroidal_momentum_matrix", (_Q,),
+            (Output(("6", "n"), "Ag: linear, then angular momentum about the centre of mass = Ag qd (world axes)"),),
+            "Centroidal momentum matrix Ag (Orin & Goswami; Pinocchio's data.Ag), floating base.", "O(n^2)"),
+    Routine("centroidal_momentum_bias", "centroidal_momentum_bias", (_Q, _QD),
+            (Output(("6",), "Agdot qd: the rate of change of the centroidal momentum at qdd = 0"),),
+            "Velocity-product term of the centroidal momentum's rate: hdot = Ag qdd + Agdot qd (floating base).",
+            "O(n)"),
     # Identification (robodyn.identification): tau = Y pi, linear in the dynamic parameters pi.
     Routine("regressor", "regressor", (_Q, _QD, _QDD),
             (Output(("n", "p"), "Y with Y @ dynamic_parameters() = inverse_dynamics(q, qd, qdd)"),),

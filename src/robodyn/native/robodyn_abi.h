@@ -40,8 +40,8 @@ typedef struct {
     int n_inputs;
     int in_size[RD_MAX_INPUTS];          /* doubles per input, for one state */
     int n_outputs;
-    int out_rank[RD_MAX_OUTPUTS];        /* 0 scalar, 1 vector, 2 matrix */
-    int out_shape[RD_MAX_OUTPUTS][2];    /* rows, columns (1 where the rank is lower) */
+    int out_rank[RD_MAX_OUTPUTS];        /* 0 scalar, 1 vector, 2 matrix, 3 stack of matrices */
+    int out_shape[RD_MAX_OUTPUTS][3];    /* sizes (1 where the rank is lower) */
     long operations;                     /* arithmetic operations and calls after CSE: the cost */
 } rd_routine;
 

@@ -61,7 +61,7 @@ static inline int rd_overlaps(const double *a, Py_ssize_t na, const double *b, P
     return (uintptr_t)a < (uintptr_t)(b + nb) && (uintptr_t)b < (uintptr_t)(a + na);
 }
 
-/* The data of x if it is an exact float64 ndarray of `rank` (0 to 2) with these dims and flags, else NULL. */
+/* The data of x if it is an exact float64 ndarray of `rank` (0 to 3) with these dims and flags, else NULL. */
 static inline double *rd_array_data(PyObject *x, int rank, const int *dims, int flags)
 {
     if (Py_TYPE(x) != &PyArray_Type)
@@ -70,8 +70,9 @@ static inline double *rd_array_data(PyObject *x, int rank, const int *dims, int 
     if (PyArray_NDIM(a) != rank || (PyArray_FLAGS(a) & flags) != flags)
         return NULL;
     const npy_intp *shape = PyArray_DIMS(a);
-    if ((rank >= 1 && shape[0] != dims[0]) || (rank == 2 && shape[1] != dims[1]))
-        return NULL;
+    for (int k = 0; k < rank; ++k)
+        if (shape[k] != dims[k])
+            return NULL;
     const PyArray_Descr *descr = PyArray_DESCR(a);
     if (descr->type_num != NPY_DOUBLE || !PyArray_ISNBO(descr->byteorder))
         return NULL;
@@ -124,7 +125,7 @@ static RD_ALWAYS_INLINE int rd_fast_call(const rd_routine *r, unsigned optional,
         return RD_FAST_DECLINED;
     for (int j = 0; j < n_outputs; ++j) {
         const int rank = r->out_rank[j];
-        sizes[j] = (Py_ssize_t)r->out_shape[j][0] * r->out_shape[j][1];
+        sizes[j] = (Py_ssize_t)r->out_shape[j][0] * r->out_shape[j][1] * r->out_shape[j][2];
         if (n_outputs > 1 && rank == 0)
             goto declined;
         if (given) {
@@ -141,7 +142,7 @@ static RD_ALWAYS_INLINE int rd_fast_call(const rd_routine *r, unsigned optional,
         } else if (rank == 0) {
             targets[j] = &scalar;
         } else {
-            npy_intp dims[2] = {r->out_shape[j][0], r->out_shape[j][1]};
+            npy_intp dims[3] = {r->out_shape[j][0], r->out_shape[j][1], r->out_shape[j][2]};
             Py_INCREF(float64);
             made[j] = PyArray_NewFromDescr(&PyArray_Type, float64, rank, dims, NULL, NULL, 0, NULL);
             if (made[j] == NULL)
@@ -196,7 +197,7 @@ static Py_ssize_t rd_loop(const rd_routine *r, const double **in, double **out, 
     for (int k = 0; k < n_inputs; ++k)
         in_step[k] = (batched && in[k] != NULL) ? r->in_size[k] : 0;
     for (int k = 0; k < n_outputs; ++k)
-        out_step[k] = batched ? (Py_ssize_t)r->out_shape[k][0] * r->out_shape[k][1] : 0;
+        out_step[k] = batched ? (Py_ssize_t)r->out_shape[k][0] * r->out_shape[k][1] * r->out_shape[k][2] : 0;
     for (Py_ssize_t i = 0; i < count; ++i) {
         if (r->kernel(in, p, out) != 0)
             return i;
