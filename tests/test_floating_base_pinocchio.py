@@ -22,7 +22,7 @@ STATES = 20
 ROBOTS = {
     "solo12": ("solo_description/robots/solo12.urdf", {}),
     "talos": ("talos_data/robots/talos_reduced.urdf", {}),
-    "tiago": ("tiago_description/robots/tiago.urdf", {"accept_invalid_inertia": True}),  # its antennas
+    "tiago": ("tiago_description/robots/tiago_no_hand.urdf", {"accept_invalid_inertia": True}),  # its antennas
 }
 
 
