@@ -631,6 +631,12 @@ def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | Non
     parameters: tuple[Parameter, ...] = ()
     if runtime_parameters:
         tree, parameters = _parameterise(tree)
+    gravity = GRAVITY
+    if floating:  # free flight, other planets, a tilted set-up: gravity settable at run time
+        gravity_parameters = tuple(Parameter(f"gravity_{axis}", float(value), sp.Symbol(f"gravity_{axis}", real=True))
+                                   for axis, value in zip("xyz", GRAVITY))
+        parameters += gravity_parameters
+        gravity = sp.ImmutableMatrix([p.symbol for p in gravity_parameters])
 
     tool_link, tool_frame = -1, sp.eye(4)
     if tool is not None:
@@ -651,7 +657,7 @@ def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | Non
         summary += "; coupled (mimic) " + ", ".join(
             f"{j.name} = {_affine(j.mimic, coordinates[j.mimic.source].name)}" for j in bodies if j.mimic is not None)
     return RobotDescription(name=name, path=path, source_sha256=hashlib.sha256(digest_source).hexdigest(),
-                            summary=summary, parameters=parameters, gravity=GRAVITY, base=sp.ImmutableMatrix(sp.eye(4)),
+                            summary=summary, parameters=parameters, gravity=gravity, base=sp.ImmutableMatrix(sp.eye(4)),
                             joints=coordinates, tool=sp.ImmutableMatrix(tool_frame), tool_link=tool_link,
                             bodies=bodies, floating_base=floating_base, frames=_frames(root, frames))
 

@@ -197,7 +197,7 @@ class SimulatedPlant:
 
     def __init__(self, robot, period: float, q0=None, qd0=None, *, integrator: str = "rk4", substeps: int = 1,
                  disturbance=None, wrench=None, rtol: float = 1e-9, atol: float = 1e-11,
-                 singularity_margin: float = SINGULARITY_MARGIN):
+                 singularity_margin: float = SINGULARITY_MARGIN, contacts=None):
         if (isinstance(period, bool) or not isinstance(period, (int, float, np.integer, np.floating))
                 or not 0.0 < period <= MAX_PERIOD):
             raise ValueError(f"period must be a positive number of seconds, at most {MAX_PERIOD:g}, got {period!r}")
@@ -212,12 +212,22 @@ class SimulatedPlant:
                 raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
         self.robot = robot
         self.n = robot.n
+        self.nq = getattr(robot, "nq", robot.n)
         self.period = float(period)
         self.integrator = integrator
         self.substeps = int(substeps)
         self.rtol, self.atol = rtol, atol
-        self.q = _state(q0, "q0", self.n)
+        # A floating base (its configuration on SE(3)) or contacts: the manifold stepper (robodyn.floating_step).
+        self.manifold = None
+        if getattr(robot, "is_floating_base", False) or contacts is not None:
+            from .floating_step import ManifoldStepper
+
+            self.manifold = ManifoldStepper(robot, integrator, contacts)
+        self.q = _state(robot.neutral() if q0 is None and self.manifold is not None else q0, "q0", self.nq)
         self.qd = _state(qd0, "qd0", self.n)
+        if self.manifold is not None:
+            self.q[:] = self.manifold.start(self.q)
+        self.last_forces: np.ndarray | None = None
         self.tick = 0
         self.disturbance = _Schedule(disturbance, self.n, "disturbance", self.period)
         self.wrench = _Schedule(wrench, 6, "wrench", self.period)
@@ -296,7 +306,7 @@ class SimulatedPlant:
 
     @property
     def compiled(self) -> bool:
-        return self.integrator in INTEGRATORS and self.constrained is None
+        return self.integrator in INTEGRATORS and self.constrained is None and self.manifold is None
 
     def read(self) -> tuple[np.ndarray, np.ndarray]:
         return self.q.copy(), self.qd.copy()
@@ -333,6 +343,12 @@ class SimulatedPlant:
                 raise
         elif self._step is not None:
             self._step(self.q, self.qd, applied, h, self._dt, self.substeps, self.integrator)
+        elif self.manifold is not None:
+            q, qd = self.q, self.qd
+            for _ in range(self.substeps):
+                q, qd = self.manifold.step(q, qd, applied, h, self._dt)
+            self.q[:], self.qd[:] = q, qd
+            self.last_forces = self.manifold.last_forces
         elif self.constrained is not None:  # torques on passive joints are ignored: no motor there
             q, qd = self.q, self.qd
             actuated = applied[self.constrained.actuated]
@@ -445,6 +461,7 @@ class Trajectory:
     qdd_ref: np.ndarray | None
     loop: LoopStats
     robot: object = field(default=None, repr=False)  # the plant as simulated (a parameter snapshot)
+    contact_forces: np.ndarray | None = None  # a run with contacts: the forces per sample (ContactDynamics order)
 
     def _plant(self, robot):
         robot = robot or self.robot
@@ -588,7 +605,7 @@ class Harness:
         plant, controller, period = self.plant, self.controller, self.period
         n, rows = plant.n, ticks + 1
         shape = (n,)
-        q, qd, tau = np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n))
+        q, qd, tau = np.empty((rows, getattr(plant, "nq", n))), np.empty((rows, n)), np.empty((rows, n))
         simulated = isinstance(plant, SimulatedPlant)
         applied = np.empty((rows, n)) if simulated else None
         wrench = np.zeros((rows, 6)) if simulated and plant.wrench.present else None
@@ -641,6 +658,8 @@ class Harness:
             if plant.constrained is not None:
                 qdd = np.array([plant.constrained.forward_dynamics(a, b, c[plant.constrained.actuated])[0]
                                 for a, b, c in zip(q, qd, applied)])
+            elif plant.manifold is not None:
+                qdd, forces = plant.manifold.accelerations(q, qd, applied, wrench)
             else:
                 qdd = plant.robot.forward_dynamics(q, qd, applied, wrench)
         reference = getattr(controller, "reference", None)
@@ -650,7 +669,10 @@ class Harness:
         if simulated and plant.actuation is not None:
             tau *= plant.actuation  # what the motors applied: nothing on passive joints
         robot = plant.robot.copy() if simulated else None
-        return Trajectory(t, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, stats, robot)
+        trajectory = Trajectory(t, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, stats, robot)
+        if simulated and plant.manifold is not None and plant.manifold.contacts is not None:
+            trajectory.contact_forces = forces
+        return trajectory
 
 
 class _keep_samples:
@@ -701,8 +723,12 @@ class _timer_slack:
 def simulate(robot, controller=None, *, duration: float, rate: float = 1000.0, q0=None, qd0=None,
              integrator: str = "rk4", substeps: int = 1, disturbance=None, wrench=None, realtime: bool = False,
              spin: float = 2e-4, rtol: float = 1e-9, atol: float = 1e-11,
-             singularity_margin: float = SINGULARITY_MARGIN) -> Trajectory:
+             singularity_margin: float = SINGULARITY_MARGIN, contacts=None) -> Trajectory:
     """Simulate ``robot`` under ``controller`` (None: free motion) for ``duration`` seconds.
+
+    ``contacts`` (frame names, ``robodyn.contact.Contact`` or a ``ContactDynamics``) holds link frames to the
+    world where they start; a floating-base robot (q of size nq) is integrated on its configuration manifold
+    (robodyn.floating_step; ``q0`` defaults to ``robot.neutral()``).
 
     ``controller`` is a built-in controller (robodyn.control) or any callable
     ``tau = f(t, q, qd)``. ``q0``/``qd0`` default to zero. ``spin``: see ``Harness.run``
@@ -711,12 +737,13 @@ def simulate(robot, controller=None, *, duration: float, rate: float = 1000.0, q
     falls below ``singularity_margin`` (0 turns the check off).
     """
     if controller is None:
-        controller = ZeroTorque(robot.n) if getattr(robot, "is_constrained", False) else NoControl(robot)
+        python_loop = getattr(robot, "is_constrained", False) or getattr(robot, "is_floating_base", False)
+        controller = ZeroTorque(robot.n) if python_loop else NoControl(robot)
     if isinstance(rate, bool) or not isinstance(rate, (int, float, np.integer, np.floating)) or not (
             0.0 < rate < math.inf):
         raise ValueError(f"rate must be a positive, finite number of Hz, got {rate!r}")
     period = 1.0 / rate
     plant = SimulatedPlant(robot, period, q0, qd0, integrator=integrator, substeps=substeps,
                            disturbance=disturbance, wrench=wrench, rtol=rtol, atol=atol,
-                           singularity_margin=singularity_margin)
+                           singularity_margin=singularity_margin, contacts=contacts)
     return Harness(plant, controller, rate).run(duration, realtime=realtime, spin=min(spin, 0.5 / rate))
