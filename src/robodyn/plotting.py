@@ -209,6 +209,51 @@ def plot_platform(trajectory, path, x_ref=None, title: str | None = None, model=
     return _save(figure, path)
 
 
+def plot_push_recovery(trajectory, path, contact_names=None, push=None, title: str | None = None) -> Path:
+    """A floating-base run on contacts: the base's displacement from its start (world x, y, z), its orientation
+    (the rotation vector from its start), the contact forces' vertical components and the motor torques.
+    ``push``: (start, end) of a disturbance, shaded. Returns the written path."""
+    from .floating_base import base_pose, log_se3
+
+    robot = getattr(trajectory, "robot", None)
+    t, q = trajectory.t, trajectory.q
+    figure = _new_figure(4)
+    axes = figure.subplots(4, 1, sharex=True, squeeze=False)[:, 0]
+    for k, axis in enumerate("xyz"):
+        axes[0].plot(t, 1e3 * (q[:, k] - q[0, k]), color=f"C{k}", lw=1.2, label=axis)
+    rotations, _ = base_pose(q)
+    relative = np.einsum("ji,kjl->kil", rotations[0], rotations)  # R0ᵀ R: the rotation since the start
+    angles = np.degrees(log_se3(relative, np.zeros((len(t), 3)))[:, 3:])
+    for k, axis in enumerate(("roll", "pitch", "yaw")):
+        axes[1].plot(t, angles[:, k], color=f"C{k}", lw=1.2, label=axis)
+    forces = trajectory.contact_forces
+    if forces is not None:
+        names = list(contact_names) if contact_names is not None else None
+        width = forces.shape[1] // len(names) if names else 3
+        for c in range(forces.shape[1] // width):
+            label = names[c] if names else f"contact {c + 1}"
+            axes[2].plot(t, forces[:, c * width + 2], color=f"C{c}", lw=1.2, label=label)
+        axes[2].axhline(0.0, color="k", lw=0.6)
+        axes[2].legend(loc="upper right", fontsize=8, ncol=4)
+    actuated = list(getattr(robot, "actuated", range(trajectory.tau.shape[1])))
+    for index, j in enumerate(actuated):
+        axes[3].plot(t, trajectory.tau[:, j], color=f"C{index % 10}", lw=0.9)
+    if push is not None:
+        for ax in axes:
+            ax.axvspan(push[0], push[1], color="0.85", zorder=0)
+    axes[0].set_ylabel("base displacement [mm]", fontsize=9)
+    axes[1].set_ylabel("base rotation [deg]", fontsize=9)
+    axes[2].set_ylabel("vertical contact force [N]", fontsize=9)
+    axes[3].set_ylabel("motor torques [N m]", fontsize=9)
+    axes[0].legend(loc="upper right", fontsize=8, ncol=3)
+    axes[1].legend(loc="upper right", fontsize=8, ncol=3)
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+    axes[-1].set_xlabel("time [s]")
+    figure.suptitle(title or f"{getattr(robot, 'name', 'robot')}: push recovery")
+    return _save(figure, path)
+
+
 def require_matplotlib() -> None:
     """ImportError, with the pip command, when matplotlib is missing: a command checks this before it runs."""
     try:
