@@ -74,6 +74,7 @@ class ManifoldStepper:
         forces = getattr(self, "_forces", None)
         if self.integrator == "semi-implicit-euler":
             v_next = v + dt * a1
+            self._check(v_next, dt)
             self.last_forces = forces
             return self._move(q, dt * v_next), v_next
         k1 = v
@@ -90,8 +91,17 @@ class ManifoldStepper:
         k4 = self._rate(omega, v4)
         a4 = self._acceleration(self._move(q, omega), v4, tau, h)
         self.last_forces = forces  # at the start of the step, as the accelerations the trajectory records
-        return (self._move(q, dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)),
-                v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4))
+        v_next = v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+        self._check(v_next, dt)
+        return self._move(q, dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)), v_next
+
+    def _check(self, v, dt: float) -> None:
+        """A step that diverged (the step outran a fast mode: stiff damping, light links) stops the run with
+        advice rather than a NaN deep in a later routine."""
+        if not np.all(np.isfinite(v)) or float(np.max(np.abs(v))) > DIVERGED:
+            raise FloatingPointError(f"{self.robot.name}: the integration diverged (a velocity reached "
+                                     f"{float(np.max(np.abs(v))):.3g}) with steps of {dt:g} s; the model has modes "
+                                     "faster than that (stiff joint damping, light links): use more substeps")
 
     def accelerations(self, q, v, tau, h):
         """(q'', contact forces or None) at every sample of a run."""
@@ -104,6 +114,9 @@ class ManifoldStepper:
                 forces[k] = self._forces
         return qdd, forces
 
+
+#: Beyond this speed (rad/s or m/s) a run has diverged.
+DIVERGED = 1e6
 
 #: Baumgarte stiffness [1/s²] of contacts given by name to the simulation (critically damped): a drift of the
 #: contact points decays within about 0.1 s.

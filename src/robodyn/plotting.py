@@ -254,6 +254,32 @@ def plot_push_recovery(trajectory, path, contact_names=None, push=None, title: s
     return _save(figure, path)
 
 
+def plot_free_fall(trajectory, momentum, com, parabola, energy, dissipated, path, title: str | None = None) -> Path:
+    """A floating-base robot in free fall: its centroidal momentum (linear, angular), the centre of mass's height
+    against the parabola, and the energy with the damping's work added back. Returns the written path."""
+    robot = getattr(trajectory, "robot", None)
+    t = trajectory.t
+    figure = _new_figure(4)
+    axes = figure.subplots(4, 1, sharex=True, squeeze=False)[:, 0]
+    for k, axis in enumerate("xyz"):
+        axes[0].plot(t, momentum[:, k], color=f"C{k}", lw=1.2, label=f"p_{axis}")
+        axes[1].plot(t, momentum[:, 3 + k], color=f"C{k}", lw=1.2, label=f"L_{axis}")
+    axes[2].plot(t, com[:, 2], color="C0", lw=1.2, label="centre of mass")
+    axes[2].plot(t, parabola[:, 2], color="k", lw=0.8, ls="--", label="c0 + c0' t + g t²/2")
+    axes[3].plot(t, energy, color="C3", lw=1.2, label="E = T + P")
+    axes[3].plot(t, energy + dissipated, color="k", lw=0.8, ls="--", label="E + damping work")
+    axes[0].set_ylabel("linear momentum [kg m/s]", fontsize=9)
+    axes[1].set_ylabel("angular momentum\nabout the CoM [kg m²/s]", fontsize=9)
+    axes[2].set_ylabel("height [m]", fontsize=9)
+    axes[3].set_ylabel("energy [J]", fontsize=9)
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="upper right", fontsize=8, ncol=3)
+    axes[-1].set_xlabel("time [s]")
+    figure.suptitle(title or f"{getattr(robot, 'name', 'robot')}: free fall")
+    return _save(figure, path)
+
+
 def require_matplotlib() -> None:
     """ImportError, with the pip command, when matplotlib is missing: a command checks this before it runs."""
     try:
