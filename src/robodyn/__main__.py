@@ -101,7 +101,12 @@ def demo(args) -> int:
 
 def _demo_position(robot, rng) -> np.ndarray:
     """A random position in [-1, 1]; for a closed chain one where it assembles, away from its singularities
-    (with a closed form), or the assembled start (without)."""
+    (with a closed form), or the assembled start (without); a floating base's orientation a random unit
+    quaternion."""
+    if robot.is_floating_base:
+        q = rng.uniform(-1.0, 1.0, robot.nq)
+        q[3:7] /= np.linalg.norm(q[3:7])
+        return q
     if not robot.is_closed_chain:
         return rng.uniform(-1.0, 1.0, robot.n)
     if robot.is_constrained:
@@ -241,6 +246,13 @@ def simulate_command(args) -> int:
     model = robot.copy()
     for name, value in parse_assignments(args.model_set, "--model-set").items():
         model.params[name] = value
+    if robot.is_floating_base:
+        return _simulate_floating_base(args, robot, model, json_path, plot_path)
+    if args.contacts:
+        print("error: --contacts is for floating-base robots (a URDF with --base floating, or a YAML description "
+              "with base: {floating: true, ...}); robodyn.simulate(..., contacts=) holds frames of any robot",
+              file=sys.stderr)
+        return 2
     constrained = robot.is_constrained
     equilibrium = _vector_option(args.equilibrium, robot.n, "--equilibrium")
     if equilibrium is not None and args.controller not in (None, "lqr"):
@@ -341,6 +353,64 @@ def simulate_command(args) -> int:
             _write_output(lambda: plot_regulation(trajectory, controller, plot_path, title=title), "--plot", args.plot)
         else:
             _write_output(lambda: plot_trajectory(trajectory, plot_path, title=title), "--plot", args.plot)
+        if not args.quiet:
+            print(f"plot written to {args.plot}")
+    return 0
+
+
+def _simulate_floating_base(args, robot, model, json_path, plot_path) -> int:
+    """simulate for a floating base: free motion, or standing on --contacts under a whole-body PD with gravity
+    compensation (robodyn.whole_body), integrated on SE(3) x R^n."""
+    import json
+
+    import robodyn
+
+    from .control import ZeroTorque
+
+    contacts = [name.strip() for name in args.contacts.split(",")] if args.contacts else None
+    controller_name = args.controller or ("standing" if contacts else "none")
+    if controller_name not in ("none", "standing") or args.equilibrium is not None:
+        print(f"error: {robot.name} has a floating base: --controller none (free motion) or standing (a whole-body "
+              "PD holding --q0 on --contacts); the joint-space controllers and lqr are for fixed bases",
+              file=sys.stderr)
+        return 2
+    if controller_name == "standing" and not contacts:
+        print("error: --controller standing needs --contacts: the link frames that touch the ground, e.g. "
+              "--contacts FL_FOOT,FR_FOOT,HL_FOOT,HR_FOOT", file=sys.stderr)
+        return 2
+    q0 = _vector_option(args.q0, robot.nq, "--q0")
+    q0 = robot.neutral() if q0 is None else robot._positions(q0, "--q0")
+    if controller_name == "standing":
+        from .contact import ContactDynamics
+        from .whole_body import WholeBodyPD
+
+        controller = WholeBodyPD(model, q0, ContactDynamics(model, contacts))
+    else:
+        controller = ZeroTorque(robot.n)
+    trajectory = robodyn.simulate(robot, controller, duration=args.duration, rate=args.rate, q0=q0,
+                                  integrator=args.integrator, substeps=args.substeps, contacts=contacts)
+    summary = trajectory.summary(robot)
+    summary.update(controller=controller_name, reference=None, integrator=args.integrator, substeps=args.substeps,
+                   rate_hz=args.rate, gains=None, contacts=contacts,
+                   base_displacement_max_m=float(np.max(np.linalg.norm(trajectory.q[:, :3] - q0[:3], axis=1))))
+    if trajectory.contact_forces is not None:
+        summary["contact_force_vertical_min_N"] = float(np.min(trajectory.contact_forces[:, 2::3]))
+    if not args.quiet:
+        _print_summary(summary)
+        print(f"base displacement: max {summary['base_displacement_max_m']:.3e} m")
+        if "contact_force_vertical_min_N" in summary:
+            print(f"smallest vertical contact force: {summary['contact_force_vertical_min_N']:.3g} N (negative: a "
+                  "contact pulls, the foot would lift off)")
+    if json_path:
+        from pathlib import Path
+
+        _write_output(lambda: _write_atomically(Path(json_path), json.dumps(summary, indent=2) + "\n"),
+                      "--json", args.json)
+    if plot_path:
+        from .plotting import plot_push_recovery
+
+        title = f"{robot.name}: {controller_name}, {args.integrator} at {args.rate:g} Hz"
+        _write_output(lambda: plot_push_recovery(trajectory, plot_path, contacts, title=title), "--plot", args.plot)
         if not args.quiet:
             print(f"plot written to {args.plot}")
     return 0
@@ -574,11 +644,16 @@ def main(argv: list[str] | None = None) -> int:
                                      + EXIT_STATUS_HELP,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     sim.add_argument("description", help="robot description (YAML or URDF), e.g. robots/rr.yaml")
-    sim.add_argument("--controller", choices=[*BUILTIN, "lqr"], default=None,
+    sim.add_argument("--controller", choices=[*BUILTIN, "lqr", "standing"], default=None,
                      help="control law (default computed-torque, or lqr with --equilibrium; none: free motion, the "
                           "default for an underactuated robot and the only choice for a closed chain without a "
                           "closed-form model, such as robots/fourbar.yaml); lqr: discrete-time LQR at the control "
-                          "rate about --equilibrium (Q = I, R = I, saturated at the joints' effort limits)")
+                          "rate about --equilibrium (Q = I, R = I, saturated at the joints' effort limits); standing "
+                          "(floating bases, the default with --contacts): a whole-body PD with gravity compensation "
+                          "holding --q0 on the contacts")
+    sim.add_argument("--contacts", metavar="LINKS",
+                     help="floating bases: link frames held by the ground where they start (point contacts), "
+                          "comma-separated, e.g. FL_FOOT,FR_FOOT,HL_FOOT,HR_FOOT")
     sim.add_argument("--equilibrium", metavar="Q",
                      help="lqr: joint positions to stabilise, comma-separated, multiples of pi allowed (e.g. 0,pi); "
                           "the run starts 0.05 rad or m away from it on every joint unless --q0 is given")
@@ -603,7 +678,8 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("--friction", choices=["measured", "reference"], default="measured",
                      help="computed torque / Slotine-Li: compensate friction at the measured velocity (exact "
                           "law, default) or at the reference velocity (no Coulomb chatter near rest)")
-    sim.add_argument("--q0", help="initial joint positions, comma-separated (default: zero or mid-limits)")
+    sim.add_argument("--q0", help="initial joint positions, comma-separated (default: zero or mid-limits); a "
+                                  "floating base's pose first (x, y, z, quaternion x, y, z, w)")
     sim.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                      help="set a parameter of the simulated robot (repeatable)")
     sim.add_argument("--model-set", action="append", default=[], metavar="NAME=VALUE",

@@ -15,6 +15,10 @@ from .cache import MANIFEST, SELFCHECK
 from .options import BuildOptions
 
 
+#: The velocity coordinates of a floating base: linear, then angular velocity, in the base frame.
+BASE_VELOCITY_NAMES = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz")
+
+
 class Parameters(MutableMapping):
     """Named, runtime-settable model parameters (a live view of the compiled vector).
 
@@ -287,7 +291,12 @@ class Robot(RobotCore):
 
     @property
     def actuated_joint_names(self) -> tuple[str, ...]:
-        return tuple(self.joint_names[i] for i in self.actuated)
+        return tuple(self.coordinate_names[i] for i in self.actuated)
+
+    @property
+    def coordinate_names(self) -> tuple[str, ...]:
+        """A name per velocity coordinate (n): the joints', after a floating base's six (BASE_VELOCITY_NAMES)."""
+        return (BASE_VELOCITY_NAMES if self.is_floating_base else ()) + self.joint_names
 
     @property
     def actuation_matrix(self) -> np.ndarray:
@@ -401,7 +410,8 @@ class Robot(RobotCore):
         """The joints without a motor: a closed chain's passive joints (in its tree) or a serial or tree robot's
         passive coordinates."""
         if not self.is_closed_chain:
-            return tuple(self.joint_names[i] for i in self.passive)
+            base = len(BASE_VELOCITY_NAMES) if self.is_floating_base else 0
+            return tuple(self.coordinate_names[i] for i in self.passive if i >= base)
         info = self._chain()
         return tuple(info["tree_joint_names"][i] for i in info["passive"])
 
