@@ -407,8 +407,15 @@ def test_mobile_base_is_said_to_be_fixed(relative):
         assert not said, said
         return
     assert len(said) == 1, said
-    assert "fixed to the world" in said[0].message and "floating bases are not modelled" in said[0].message
+    assert "fixed to the world" in said[0].message and "base='floating'" in said[0].message
+    assert "--base floating" in said[0].message
     assert said[0].field.startswith("link[") and said[0].line is not None
+    with warnings.catch_warnings(record=True) as caught:  # asked for a floating base: nothing to warn about
+        warnings.simplefilter("always")
+        floating = parse_urdf_text((_robots_dir() / relative).read_bytes(), relative, floating=True,
+                                   accept_invalid_inertia=True)
+    assert floating.floating_base is not None and not [w for w in caught if isinstance(w.message, DescriptionWarning)
+                                                       and "mobile base" in str(w.message)]
 
 
 def test_mobile_base_signs():

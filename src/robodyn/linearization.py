@@ -88,6 +88,9 @@ def linearize(robot, q, qd, tau, dt: float | None = None) -> tuple[np.ndarray, n
     if getattr(robot, "is_constrained", False):
         raise ValueError(f"{robot.name} has no closed-form reduced model: its multiplier model "
                          "(robodyn.closed_chain.ConstrainedDynamics) has no linearisation yet")
+    if getattr(robot, "is_floating_base", False):
+        raise ValueError(f"{robot.name} has a floating base: its derivatives on the configuration manifold are not "
+                         "built yet (docs/floating_base.md)")
     q, qd = (np.ascontiguousarray(v, dtype=float) for v in (q, qd))
     tau = joint_torque(robot, tau)
     n = q.size

@@ -89,9 +89,12 @@ class Robot(RobotCore):
     ``robodyn.routines.TABLE``) take a state of shape (n,) or a batch of shape (N, n) and
     ``out=``; inputs must be float64 arrays (C-contiguous, finite), anything else raises.
 
-    Attributes: ``n``, ``name``, ``joint_names``, ``joint_types``, ``joint_limits``, ``params``
+    Attributes: ``n`` (degrees of freedom), ``nq`` (size of q: n + 1 with a floating base), ``name``,
+    ``joint_names``, ``joint_types``, ``joint_limits``, ``frame_names``, ``params``
     (a live, settable mapping of the named parameters), ``metadata``, ``manifest``,
     ``selfcheck``, ``source`` and ``options`` (what it was built from), ``release_gil``.
+    A floating base (docs/floating_base.md): ``is_floating_base``, ``base_link``, ``neutral``,
+    ``integrate``, ``difference``.
     A robot pickles: it is re-loaded from its cache entry or description in the receiving
     process, with the same parameter values.
     """

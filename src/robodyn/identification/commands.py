@@ -108,7 +108,7 @@ def check_arguments(parser, args) -> None:
 
 
 def measure_command(args) -> int:
-    from ..__main__ import _check_output, _load, _write_output
+    from ..__main__ import _check_output, _load_for_identification as _load, _write_output
     from .data import simulate_measurements, write_measurements
     from .excitation import FourierTrajectory
 
@@ -149,7 +149,7 @@ def identify_command(args) -> int:
 
     import numpy as np
 
-    from ..__main__ import _check_output, _load
+    from ..__main__ import _check_output, _load_for_identification as _load
     from .data import read_measurements
     from .identify import identify, write_identified
 
