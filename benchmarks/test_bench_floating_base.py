@@ -35,9 +35,20 @@ class FloatingCase:
     model: object
     data: object
     build_s: float
-    q: np.ndarray  # robodyn's order (the same as Pinocchio's for these revolute-only robots)
+    q: np.ndarray  # robodyn's order
     v: np.ndarray
     a: np.ndarray
+    velocity: list  # robodyn's velocity coordinate k is Pinocchio's velocity[k] (joints mapped by name)
+
+    def pin(self, vector: np.ndarray, positions: bool = False) -> np.ndarray:
+        """A vector of robodyn's in Pinocchio's order (revolute joints only: q's joints map like v's)."""
+        out = np.empty_like(vector)
+        if positions:
+            out[:7] = vector[:7]
+            out[[7 + k - 6 for k in self.velocity[6:]]] = vector[7:]
+        else:
+            out[self.velocity] = vector
+        return out
 
 
 _CASES: dict = {}
@@ -56,7 +67,8 @@ def floating_case(bench_cache_dir):
             robot = robodyn.load(path, cache_dir=bench_cache_dir, base="floating")
             build_s = time.perf_counter() - started
             model = pinocchio.buildModelFromUrdf(str(path), pinocchio.JointModelFreeFlyer())
-            assert [model.names[i] for i in range(2, model.njoints)] == list(robot.joint_names)
+            velocity = list(range(6)) + [model.joints[model.getJointId(name)].idx_v for name in robot.joint_names]
+            assert sorted(velocity) == list(range(model.nv)) and model.nq == robot.nq
             rng = np.random.default_rng(7)
             q = robot.neutral()
             q[:3] = rng.uniform(-1, 1, 3)
@@ -64,7 +76,7 @@ def floating_case(bench_cache_dir):
             q[3:7] = quaternion / np.linalg.norm(quaternion)
             q[7:] = rng.uniform(-1, 1, robot.n - 6)
             _CASES[name] = FloatingCase(robot, model, model.createData(), build_s, q, rng.uniform(-2, 2, robot.n),
-                                        rng.uniform(-2, 2, robot.n))
+                                        rng.uniform(-2, 2, robot.n), velocity)
         return _CASES[name]
 
     return get
@@ -103,21 +115,23 @@ def test_floating_base_vs_pinocchio(benchmark, floating_case, floating_results, 
     friction = robot.friction(case.v)
     tau = robot.inverse_dynamics(case.q, case.v, case.a)
     peer, third = ROUTINES[method]
-    pin_tau = tau - friction  # Pinocchio's algorithms leave the URDF's joint friction out
+    # Pinocchio's state, in its order; its algorithms leave the URDF's joint friction out
+    pq, pv, pa, pin_tau = case.pin(case.q, True), case.pin(case.v), case.pin(case.a), case.pin(tau - friction)
+    order = case.velocity
     if method == "M":
-        reference = pinocchio.crba(case.model, case.data, case.q)
-        reference = np.triu(reference) + np.triu(reference, 1).T
-        ours_args, pin_args = "q", "model, data, q"
+        reference = pinocchio.crba(case.model, case.data, pq)
+        reference = (np.triu(reference) + np.triu(reference, 1).T)[np.ix_(order, order)]
+        ours_args, pin_args = "q", "model, data, pq"
     elif method == "inverse_dynamics":
-        reference = pinocchio.rnea(case.model, case.data, case.q, case.v, case.a) + friction
-        ours_args, pin_args = "q, v, a", "model, data, q, v, a"
+        reference = pinocchio.rnea(case.model, case.data, pq, pv, pa)[order] + friction
+        ours_args, pin_args = "q, v, a", "model, data, pq, pv, pa"
     else:
-        reference = pinocchio.aba(case.model, case.data, case.q, case.v, pin_tau)
-        ours_args, pin_args = "q, v, tau", "model, data, q, v, pin_tau"
+        reference = pinocchio.aba(case.model, case.data, pq, pv, pin_tau)[order]
+        ours_args, pin_args = "q, v, tau", "model, data, pq, pv, pin_tau"
     ours = getattr(robot, method)(*{"q": (case.q,), "q, v, a": (case.q, case.v, case.a),
                                     "q, v, tau": (case.q, case.v, tau)}[ours_args])
     assert np.max(np.abs(ours - reference)) <= 1e-9 * np.max(np.abs(reference))
-    bindings = dict(q=case.q, v=case.v, a=case.a, tau=tau, pin_tau=pin_tau)
+    bindings = dict(q=case.q, v=case.v, a=case.a, tau=tau, pq=pq, pv=pv, pa=pa, pin_tau=pin_tau)
     if impl == "pinocchio":
         bindings.update(f=getattr(pinocchio, peer), model=case.model, data=case.data)
         call = f"f({pin_args})"
