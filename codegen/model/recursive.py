@@ -188,6 +188,29 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
         X = plucker(*local[i])
         return let_m(X.T * A * X)
 
+    def inertia_to_parent(i: int, A: sp.Matrix) -> sp.Matrix:
+        """A rigid-body (or composite) spatial inertia [[Ī, [h]x], [[h]xᵀ, m 1]] from link i's coordinates to its
+        parent's, by its parameters rather than Xᵀ A X (a fraction of the operations, symmetric to the bit):
+        m' = m, h' = R h + m p, Ī' = R Ī Rᵀ − [R h]x[p]x − [p]x[R h]x − m [p]x²."""
+        R, p = local[i]
+        mass = A[3, 3]
+        h = sp.Matrix([A[2, 4], A[0, 5], A[1, 3]])
+        inertia = A[:3, :3]
+        rh = let_v(R * h)
+        h_parent = let_v(rh + mass * p)
+        rotated = R * inertia * R.T
+        px, rhx = _cross(p), _cross(rh)
+        shifted = rotated - rhx * px - px * rhx - mass * px * px
+        out = sp.zeros(6, 6)
+        for a in range(3):
+            for b in range(a, 3):
+                out[a, b] = out[b, a] = program.let(shifted[a, b])
+        hx = _cross(h_parent)
+        out[:3, 3:] = hx
+        out[3:, :3] = hx.T
+        out[3:, 3:] = mass * sp.eye(3)
+        return out
+
     link_inertia = [let_m(spatial_inertia(j.inertial.mass, sp.Matrix(j.inertial.com), sp.Matrix(j.inertial.inertia)))
                     for j in joints]
 
@@ -334,9 +357,9 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
     for i in reversed(range(n)):
         composite[i] = let_m(composite[i])
         if joints[i].parent >= 0:
-            composite[joints[i].parent] = composite[joints[i].parent] + matrix_to_parent(i, composite[i])
+            composite[joints[i].parent] = composite[joints[i].parent] + inertia_to_parent(i, composite[i])
         elif off:
-            composite_root += matrix_to_parent(i, composite[i])
+            composite_root += inertia_to_parent(i, composite[i])
 
     def project_up(start: int, f: sp.Matrix, on_ancestor, on_root=None) -> None:
         """Carry force f (in link ``start``'s coordinates) to each proper ancestor j: on_ancestor(j, f_j); then,
@@ -430,10 +453,10 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
                 C[off + i, a] = program.let(C[off + i, a] + row[BASE_TO_SPATIAL[a]])
         parent = joints[i].parent
         if parent >= 0:
-            composite_i[parent] = composite_i[parent] + matrix_to_parent(i, ic)
+            composite_i[parent] = composite_i[parent] + inertia_to_parent(i, ic)
             composite_b[parent] = composite_b[parent] + matrix_to_parent(i, bc)
         elif off:
-            root_i, root_b = root_i + matrix_to_parent(i, ic), root_b + matrix_to_parent(i, bc)
+            root_i, root_b = root_i + inertia_to_parent(i, ic), root_b + matrix_to_parent(i, bc)
     if off:
         block = let_m(let_m(root_i) * root_cross + let_m(root_b))
         for a in range(6):
