@@ -43,7 +43,7 @@ def _load(args):
 def _load_for_identification(args):
     """_load, refusing a floating base: its regressor is not built yet (docs/floating_base.md)."""
     robot = _load(args)
-    if robot.is_floating_base:
+    if getattr(robot, "is_floating_base", False):
         raise ValueError(f"{robot.name} has a floating base: identification needs its regressor, which is not built "
                          "for floating bases yet (docs/floating_base.md)")
     return robot
