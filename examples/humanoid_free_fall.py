@@ -29,13 +29,10 @@ RATE, SUBSTEPS = 1000.0, 10
 
 
 def icub_urdf() -> Path:
-    import pinocchio  # example-robot-data installs its URDFs next to it (the test extra)
-
-    for parent in Path(pinocchio.__file__).resolve().parents:
-        candidate = parent / "cmeel.prefix/share/example-robot-data/robots/icub_description/robots/icub_reduced.urdf"
-        if candidate.is_file():
-            return candidate
-    raise SystemExit("example-robot-data is not installed: pip install example-robot-data")
+    try:
+        return robodyn.example_robot_data("icub_description/robots/icub_reduced.urdf")
+    except FileNotFoundError as error:
+        raise SystemExit(str(error)) from None
 
 
 def run(duration: float = 1.0, cache_dir=None, out: Path | None = None, seed: int = 0) -> dict:
@@ -55,7 +52,7 @@ def run(duration: float = 1.0, cache_dir=None, out: Path | None = None, seed: in
     power = np.einsum("ki,ki->k", v, robot.friction(v))  # dissipated by the joints' damping
     dissipated = np.concatenate([[0.0], np.cumsum(0.5 * (power[1:] + power[:-1]) * np.diff(t))])
     angular = momentum[:, 3:]
-    linear_expected = momentum[0, :3] + np.outer(t, _mass(robot) * gravity)  # dp/dt = m g
+    linear_expected = momentum[0, :3] + np.outer(t, robot.total_mass() * gravity)  # dp/dt = m g
     figures = {
         "angular_momentum_drift_rel": float(np.max(np.abs(angular - angular[0])) / np.max(np.abs(angular[0]))),
         "com_parabola_error_m": float(np.max(np.abs(com - parabola))),
@@ -77,11 +74,6 @@ def run(duration: float = 1.0, cache_dir=None, out: Path | None = None, seed: in
         path = plot_free_fall(trajectory, momentum, com, parabola, energy, dissipated, Path(out) / "icub_free_fall.png")
         print(f"  wrote {path}")
     return figures
-
-
-def _mass(robot) -> float:
-    """The robot's total mass: M's linear block."""
-    return float(robot.M(robot.neutral())[0, 0])
 
 
 def main(argv=None) -> None:

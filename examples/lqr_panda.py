@@ -67,18 +67,11 @@ SIZES = {False: {"inside": 200, "shell": 100, "grid": 33}, True: {"inside": 40, 
 
 
 def panda_urdf() -> Path:
-    """The Panda's URDF from the example-robot-data package (installed under its cmeel prefix)."""
-    from importlib import metadata
-
+    """The Panda's URDF from the example-robot-data package."""
     try:
-        path = Path(metadata.distribution("example-robot-data").locate_file(
-            f"cmeel.prefix/share/example-robot-data/robots/{PANDA}"))
-    except metadata.PackageNotFoundError:
-        path = None
-    if path is None or not path.is_file():
-        raise SystemExit(f"the Panda's URDF ({PANDA}) was not found: this example needs the example-robot-data "
-                         "package: pip install example-robot-data")
-    return path
+        return robodyn.example_robot_data(PANDA)
+    except FileNotFoundError as error:
+        raise SystemExit(f"this example needs the Panda's URDF: {error}") from None
 
 
 def design(robot, torque_weight: float, tau_limit) -> LQR:

@@ -32,13 +32,10 @@ RATE, DURATION, PUSH_START, PUSH_LENGTH = 1000.0, 2.5, 0.5, 0.1
 
 
 def solo12_urdf() -> Path:
-    import pinocchio  # example-robot-data installs its URDFs next to it (the test extra)
-
-    for parent in Path(pinocchio.__file__).resolve().parents:
-        candidate = parent / "cmeel.prefix/share/example-robot-data/robots/solo_description/robots/solo12.urdf"
-        if candidate.is_file():
-            return candidate
-    raise SystemExit("example-robot-data is not installed: pip install example-robot-data")
+    try:
+        return robodyn.example_robot_data("solo_description/robots/solo12.urdf")
+    except FileNotFoundError as error:
+        raise SystemExit(str(error)) from None
 
 
 def standing(robot) -> np.ndarray:
@@ -78,7 +75,7 @@ def run(push: float = 10.0, cache_dir=None, out: Path | None = None) -> dict:
         "max_rotation_deg": float(np.max(angle)),
         "recovered_at_s": recovered,
         "min_vertical_force_N": float(np.min(vertical)),
-        "weight_N": float(-robot.params["gravity_z"] * robot.metadata["floating_base"]["mass"]),
+        "weight_N": float(-robot.params["gravity_z"] * robot.total_mass()),
         "final_displacement_mm": 1e3 * float(np.linalg.norm(displacement[-1])),
     }
     print(f"{robot!r}\n  push {push:g} N for {PUSH_LENGTH:g} s at t = {PUSH_START:g} s:")

@@ -4,24 +4,21 @@ SE(3) maps, integrate and difference inverse of each other, and one clear error 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+import robodyn
 from robodyn import floating_base as fb
 
 pinocchio = pytest.importorskip("pinocchio")
 
 
 def _solo12():
-    root = Path(pinocchio.__file__).resolve()
-    for parent in root.parents:
-        candidate = parent / "cmeel.prefix" / "share" / "example-robot-data" / "robots" / "solo_description" \
-            / "robots" / "solo12.urdf"
-        if candidate.is_file():
-            return pinocchio.buildModelFromUrdf(str(candidate), pinocchio.JointModelFreeFlyer())
-    pytest.skip("example-robot-data is not installed")
+    try:
+        path = robodyn.example_robot_data("solo_description/robots/solo12.urdf")
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+    return pinocchio.buildModelFromUrdf(str(path), pinocchio.JointModelFreeFlyer())
 
 
 def _random_configuration(rng, joints, count=None):

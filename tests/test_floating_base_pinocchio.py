@@ -27,12 +27,10 @@ ROBOTS = {
 
 
 def _urdf(relative: str) -> Path:
-    root = Path(pinocchio.__file__).resolve()
-    for parent in root.parents:
-        candidate = parent / "cmeel.prefix" / "share" / "example-robot-data" / "robots" / relative
-        if candidate.is_file():
-            return candidate
-    pytest.fail(f"example-robot-data is not installed ({relative} not found); pip install '.[test]'")
+    try:
+        return robodyn.example_robot_data(relative)
+    except FileNotFoundError as error:
+        pytest.fail(f"{error}; the test extra installs it: pip install '.[test]'")
 
 
 class Pair:

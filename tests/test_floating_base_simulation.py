@@ -139,6 +139,26 @@ def test_free_flight_conserves_momentum_and_energy(solo):
     assert errors[250.0][0] > 100 * errors[1000.0][0] and errors[250.0][1] > 100 * errors[1000.0][1], errors
 
 
+def test_recorded_accelerations_and_contact_forces_are_those_of_each_sample(solo):
+    """The run records q'' and the contact forces as it steps: each sample's are the constrained dynamics at its
+    own state and torque (the last sample's computed after the run)."""
+    from robodyn.contact import ContactDynamics
+    from robodyn.whole_body import WholeBodyPD
+
+    feet = ContactDynamics(solo, ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"], stiffness=400.0)
+    q0 = solo.neutral()
+    q0[7:] = 0.3
+    run = robodyn.simulate(solo, WholeBodyPD(solo, q0, feet), duration=0.05, q0=q0, contacts=feet, substeps=2,
+                           disturbance=lambda t: np.r_[0.0, 5.0, np.zeros(solo.n - 2)])
+    assert run.contact_forces.shape == (len(run.t), 12)
+    for k in (0, 17, len(run.t) - 1):
+        applied = run.tau[k] + np.r_[0.0, 5.0, np.zeros(solo.n - 2)]
+        solution = feet.forward_dynamics(run.q[k], run.qd[k], applied)
+        np.testing.assert_allclose(run.qdd[k], solution.qdd, rtol=0, atol=1e-9 * np.max(np.abs(solution.qdd)))
+        np.testing.assert_allclose(run.contact_forces[k], solution.forces, rtol=0,
+                                   atol=1e-9 * np.max(np.abs(solution.forces)))
+
+
 def test_a_diverging_run_stops_with_advice(solo):
     with pytest.raises(FloatingPointError, match="substeps"):
         robodyn.simulate(solo, duration=0.2, rate=50.0, qd0=np.full(solo.n, 50.0))

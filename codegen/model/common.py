@@ -108,3 +108,19 @@ def point_jacobian(description: RobotDescription, axes, origins, point: sp.Matri
         else:
             jv[:, column] += multiplier * axes[j]
     return jv, jw
+
+
+def base_jacobian(root_pose: sp.Matrix, point: sp.Matrix) -> sp.Matrix:
+    """6 x 6: world-frame linear velocity of ``point`` (world coordinates) and angular velocity of any body, per
+    floating-base velocity coordinate (linear, angular; base frame)."""
+    rotation = root_pose[:3, :3]
+    out = sp.zeros(6, 6)
+    out[:3, :3] = rotation
+    out[:3, 3:] = -skew(point - root_pose[:3, 3]) * rotation
+    out[3:, 3:] = rotation
+    return out
+
+
+def skew(a: sp.Matrix) -> sp.Matrix:
+    """[a]x: the matrix of a x (cross product)."""
+    return sp.Matrix([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])

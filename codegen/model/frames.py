@@ -21,7 +21,7 @@ import sympy as sp
 
 from .. import geometry
 from ..description.model import RobotDescription
-from .common import BASE_TO_SPATIAL, Coupling, model_symbols, point_jacobian
+from .common import BASE_TO_SPATIAL, Coupling, base_jacobian, model_symbols, point_jacobian
 from .program import Program
 
 
@@ -32,10 +32,6 @@ class FrameModel:
     jacobians: sp.ImmutableMatrix  # 6f x n
     accelerations: sp.ImmutableMatrix  # f x 6: J̇ q̇ per frame
     definitions: tuple
-
-
-def _cross(a: sp.Matrix) -> sp.Matrix:
-    return sp.Matrix([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
 
 
 def derive_frames(description: RobotDescription) -> FrameModel | None:
@@ -97,8 +93,6 @@ def derive_frames(description: RobotDescription) -> FrameModel | None:
         linear, angular = point_jacobian(description, axes, origins, pose[:3, 3], frame.body)
         jacobian = sp.Matrix.vstack(linear, angular)
         if off:
-            from .recursive import base_jacobian
-
             jacobian = sp.Matrix.hstack(base_jacobian(root_pose, pose[:3, 3]), jacobian)
         jacobians.append(jacobian)
         # Classical acceleration of the frame's origin: the body's spatial motion shifted to that point.

@@ -31,13 +31,12 @@ import sympy as sp
 
 from .. import geometry
 from ..description.model import RobotDescription
-from .common import BASE_TO_SPATIAL, Coupling, Progress, model_symbols, point_jacobian
+from .common import BASE_TO_SPATIAL, Coupling, Progress, base_jacobian, model_symbols, point_jacobian
+from .common import skew as _cross
 from .lagrange import SymbolicModel
 from .program import Program
 
 
-def _cross(a: sp.Matrix) -> sp.Matrix:
-    return sp.Matrix([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
 
 
 def motion_cross(v: sp.Matrix) -> sp.Matrix:
@@ -73,17 +72,6 @@ def spatial_inertia(mass, com: sp.Matrix, inertia: sp.Matrix) -> sp.Matrix:
     out[:3, 3:] = mass * c
     out[3:, :3] = mass * c.T
     out[3:, 3:] = mass * sp.eye(3)
-    return out
-
-
-def base_jacobian(root_pose: sp.Matrix, point: sp.Matrix) -> sp.Matrix:
-    """6 x 6: world-frame linear velocity of ``point`` (world coordinates) and angular velocity of any body, per
-    floating-base velocity coordinate (linear, angular; base frame)."""
-    rotation = root_pose[:3, :3]
-    out = sp.zeros(6, 6)
-    out[:3, :3] = rotation
-    out[:3, 3:] = -_cross(point - root_pose[:3, 3]) * rotation
-    out[3:, 3:] = rotation
     return out
 
 

@@ -195,9 +195,18 @@ def _forward_dynamics(model, options):
             "kinematic tree (no fill-in); fails if M is not positive definite")
 
 
-#: The last model's inverse-dynamics derivatives, by (model, split): both derivative routines use the generic
-#: ones (derived once).
-_LAST_DERIVATIVES: dict = {}
+#: Values several routines of the last model share (its inverse-dynamics derivatives, its frames), derived once.
+_LAST_MODEL: dict = {}
+
+
+def _shared(model, key, derive):
+    """``derive()`` once per model and key: routines defined in turn for one model share it."""
+    if _LAST_MODEL.get("model") is not model:
+        _LAST_MODEL.clear()
+        _LAST_MODEL["model"] = model
+    if key not in _LAST_MODEL:
+        _LAST_MODEL[key] = derive()
+    return _LAST_MODEL[key]
 
 
 def _id_derivatives(model, split: bool = False):
@@ -207,13 +216,8 @@ def _id_derivatives(model, split: bool = False):
     from . import rnea_derivatives
 
     analytical = rnea_derivatives.applies(model)
-    key = (id(model), split and analytical)
-    if _LAST_DERIVATIVES.get("model") is not model:
-        _LAST_DERIVATIVES.clear()
-        _LAST_DERIVATIVES["model"] = model
-    if key not in _LAST_DERIVATIVES:
-        _LAST_DERIVATIVES[key] = _derive_id_derivatives(model, split) if analytical else _forward_mode(model)
-    return _LAST_DERIVATIVES[key]
+    return _shared(model, ("derivatives", split and analytical),
+                   lambda: _derive_id_derivatives(model, split) if analytical else _forward_mode(model))
 
 
 def _derive_id_derivatives(model, split: bool):
@@ -275,16 +279,10 @@ def _tool_jacobian(model, options):
 
 
 def _frames(model):
-    """The frame model of the description (derived once per model: three routines use it)."""
-    if _LAST_FRAMES.get("model") is not model:
-        from .frames import derive_frames
+    """The frame model of the description (three routines use it)."""
+    from .frames import derive_frames
 
-        _LAST_FRAMES.clear()
-        _LAST_FRAMES["model"], _LAST_FRAMES["frames"] = model, derive_frames(model.description)
-    return _LAST_FRAMES["frames"]
-
-
-_LAST_FRAMES: dict = {}
+    return _shared(model, "frames", lambda: derive_frames(model.description))
 
 
 def _frame_value(attribute: str, algorithm: str):
@@ -301,9 +299,7 @@ def _frame_value(attribute: str, algorithm: str):
 def _floating_base_rows(model):
     """(R, p, c, m, rows): a floating base's rotation and position, the centre of mass (world), the total mass
     and M's first six rows (the spatial momentum per velocity coordinate, base frame: force, then moment about
-    the base origin). None for a fixed base."""
-    if model.description.floating_base is None:
-        return None
+    the base origin)."""
     from .. import geometry
 
     R = geometry.quaternion_rotation(*model.q[3:7])
@@ -323,15 +319,11 @@ def _to_centroid(R, p, c, wrench: sp.Matrix) -> sp.Matrix:
 
 def _center_of_mass(model, options):
     rows = _floating_base_rows(model)
-    if rows is None:
-        return None
     return Expressions((sp.ImmutableMatrix(rows[2]),)), "c = p + R M_lin,ang / m: from M's base block"
 
 
 def _center_of_mass_jacobian(model, options):
     rows = _floating_base_rows(model)
-    if rows is None:
-        return None
     R, _, _, mass, top = rows
     return Expressions((sp.ImmutableMatrix(R * top[:3, :] / mass),)), (
         "Jc = R M[0:3, :] / m: the linear momentum rows of M (base frame) over the mass")
@@ -339,8 +331,6 @@ def _center_of_mass_jacobian(model, options):
 
 def _centroidal_momentum_matrix(model, options):
     rows = _floating_base_rows(model)
-    if rows is None:
-        return None
     R, p, c, _, top = rows
     columns = [_to_centroid(R, p, c, top[:, k]) for k in range(top.cols)]
     return Expressions((sp.ImmutableMatrix(sp.Matrix.hstack(*columns)),)), (
@@ -349,8 +339,6 @@ def _centroidal_momentum_matrix(model, options):
 
 def _centroidal_momentum_bias(model, options):
     rows = _floating_base_rows(model)
-    if rows is None:
-        return None
     R, p, c, _, _ = rows
     wrench = sp.Matrix(model.nonlinear_effects()[:6, 0]) - sp.Matrix(model.g[:6, 0])  # no friction on the base
     return Expressions((sp.ImmutableMatrix(_to_centroid(R, p, c, wrench)),)), (
@@ -501,6 +489,9 @@ DEFINITIONS: dict[str, Callable[[SymbolicModel, BuildOptions], tuple[Value, str]
 }
 
 
+#: The centre of mass and the centroidal momentum come from a floating base's rows of M.
+_NEEDS_FLOATING_BASE = {"center_of_mass", "center_of_mass_jacobian", "centroidal_momentum_matrix",
+                        "centroidal_momentum_bias"}
 _NEEDS_REGRESSOR = {"regressor", "base_regressor", "slotine_li_regressor", "dynamic_parameters",
                     "base_parameter_matrix"}
 
@@ -515,6 +506,8 @@ def define_routines(model: SymbolicModel, options: BuildOptions) -> RoutineSet:
     for routine in robodyn.routines.TABLE:  # read at call time: routines registered later count too
         define = DEFINITIONS.get(routine.name)
         if routine.name in _NEEDS_REGRESSOR and model.regressor is None:
+            define = None
+        if routine.name in _NEEDS_FLOATING_BASE and model.description.floating_base is None:
             define = None
         started = time.perf_counter()
         result = define(model, options) if define is not None else None

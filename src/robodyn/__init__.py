@@ -18,7 +18,7 @@ from .references import Hold, Quintic, Sine, Step
 from .robot import Parameters, Robot
 from .simulation import Harness, LoopStats, Plant, SimulatedPlant, Trajectory, simulate
 
-__all__ = ["load", "Robot", "Parameters", "BuildOptions", "__version__",
+__all__ = ["load", "example_robot_data", "Robot", "Parameters", "BuildOptions", "__version__",
            "simulate", "Harness", "Plant", "SimulatedPlant", "Trajectory", "LoopStats",
            "NoControl", "PD", "PDGravity", "ComputedTorque", "SlotineLi", "AdaptiveSlotineLi", "FunctionController",
            "Hold", "Step", "Sine", "Quintic"]
@@ -97,3 +97,20 @@ def load(path, options: BuildOptions | None = None, *, cache_dir=None, force: bo
     module = cache.import_extension(built.entry.module_name, built.entry.module_path)
     return Robot(module, source=Path(path), options=options, manifest=built.manifest, selfcheck=built.selfcheck,
                  cache_dir=root)
+
+
+def example_robot_data(relative: str) -> Path:
+    """The path of a file of the example-robot-data package (its URDFs: "solo_description/robots/solo12.urdf"),
+    installed under its cmeel prefix by ``pip install example-robot-data`` (the test extra has it).
+    FileNotFoundError, with the pip command, when the package or the file is missing."""
+    from importlib import metadata
+
+    try:
+        path = Path(metadata.distribution("example-robot-data").locate_file(
+            f"cmeel.prefix/share/example-robot-data/robots/{relative}"))
+    except metadata.PackageNotFoundError:
+        raise FileNotFoundError(f"{relative}: the example-robot-data package is not installed "
+                                "(pip install example-robot-data)") from None
+    if not path.is_file():
+        raise FileNotFoundError(f"{relative} is not in the installed example-robot-data ({path.parent})")
+    return path

@@ -162,22 +162,13 @@ class ContactDynamics:
     def forward_dynamics(self, q, v, tau) -> ContactSolution:
         """q'' and the contact forces under torques tau (n,) with every contact held (Baumgarte-stabilised
         about the anchors set by ``anchor``, velocities only when none are set)."""
-        robot = self.robot
         q, v, tau = (np.asarray(x, dtype=float) for x in (q, v, tau))
-        M = robot.M(q)
-        bias = robot.nonlinear_effects(q, v)
-        J = self.jacobian(q)
+        J, factor, minv_jt, delassus = self._factorise(q)
         gamma = self.bias(q, v) + self.damping_rate * (J @ v)
         if self.stiffness:
             gamma = gamma + self.stiffness * self.error(q)
-        factor = _cholesky(M, "the mass matrix")
-        free = scipy.linalg.cho_solve(factor, tau - bias)
-        minv_jt = scipy.linalg.cho_solve(factor, J.T)
-        delassus = J @ minv_jt
-        if self.damping:
-            delassus = delassus + self.damping * np.eye(self.rows)
-        forces = -scipy.linalg.cho_solve(_cholesky(delassus, "the contact space's inverse inertia J M^-1 J^T "
-                                                             "(redundant contacts? pass damping > 0)"), J @ free + gamma)
+        free = scipy.linalg.cho_solve(factor, tau - self.robot.nonlinear_effects(q, v))
+        forces = -scipy.linalg.cho_solve(delassus, J @ free + gamma)
         return ContactSolution(free + minv_jt @ forces, forces, self.contacts)
 
     def impulse(self, q, v, restitution: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
@@ -185,15 +176,20 @@ class ContactDynamics:
         if not 0.0 <= restitution <= 1.0:
             raise ValueError(f"restitution: expected a number in [0, 1], got {restitution!r}")
         q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
-        M, J = self.robot.M(q), self.jacobian(q)
-        factor = _cholesky(M, "the mass matrix")
+        J, _, minv_jt, delassus = self._factorise(q)
+        impulses = scipy.linalg.cho_solve(delassus, -(1.0 + restitution) * (J @ v))
+        return v + minv_jt @ impulses, impulses
+
+    def _factorise(self, q):
+        """(Jc, Cholesky of M, M⁻¹ Jcᵀ, Cholesky of the (damped) Delassus matrix Jc M⁻¹ Jcᵀ) at q."""
+        J = self.jacobian(q)
+        factor = _cholesky(self.robot.M(q), "the mass matrix")
         minv_jt = scipy.linalg.cho_solve(factor, J.T)
         delassus = J @ minv_jt
         if self.damping:
             delassus = delassus + self.damping * np.eye(self.rows)
-        impulses = scipy.linalg.cho_solve(_cholesky(delassus, "J M^-1 J^T (redundant contacts? pass damping > 0)"),
-                                          -(1.0 + restitution) * (J @ v))
-        return v + minv_jt @ impulses, impulses
+        return J, factor, minv_jt, _cholesky(delassus, "the contact space's inverse inertia J M^-1 J^T (redundant "
+                                                       "contacts? pass damping > 0)")
 
 
 def _cholesky(matrix: np.ndarray, what: str):

@@ -36,6 +36,7 @@ class ManifoldStepper:
         if contacts is not None and not isinstance(contacts, ContactDynamics):
             contacts = ContactDynamics(robot, contacts, stiffness=DEFAULT_STIFFNESS)
         self.contacts = contacts
+        self.last_acceleration: np.ndarray | None = None
         self.last_forces: np.ndarray | None = None
 
     def start(self, q: np.ndarray) -> np.ndarray:
@@ -45,14 +46,14 @@ class ManifoldStepper:
             self.contacts.anchor(q)
         return q
 
-    def _acceleration(self, q, v, tau, h) -> np.ndarray:
+    def acceleration(self, q, v, tau, h) -> tuple[np.ndarray, np.ndarray | None]:
+        """(q'', the contact forces or None) at one state."""
         if self.contacts is None:
-            return self.robot.forward_dynamics(q, v, tau, h)
+            return self.robot.forward_dynamics(q, v, tau, h), None
         if h is not None:
             tau = tau + self.robot.jacobian(q).T @ h
         solution = self.contacts.forward_dynamics(q, v, tau)
-        self._forces = solution.forces
-        return solution.qdd
+        return solution.qdd, solution.forces
 
     def _move(self, q, omega):
         if self.floating:
@@ -70,27 +71,26 @@ class ManifoldStepper:
         return out
 
     def step(self, q, v, tau, h, dt: float):
-        a1 = self._acceleration(q, v, tau, h)
-        forces = getattr(self, "_forces", None)
+        """One step of dt from (q, v); ``last_acceleration`` and ``last_forces`` are those at its start."""
+        a1, self.last_forces = self.acceleration(q, v, tau, h)
+        self.last_acceleration = a1
         if self.integrator == "semi-implicit-euler":
             v_next = v + dt * a1
             self._check(v_next, dt)
-            self.last_forces = forces
             return self._move(q, dt * v_next), v_next
         k1 = v
         omega = 0.5 * dt * k1
         v2 = v + 0.5 * dt * a1
         k2 = self._rate(omega, v2)
-        a2 = self._acceleration(self._move(q, omega), v2, tau, h)
+        a2 = self.acceleration(self._move(q, omega), v2, tau, h)[0]
         omega = 0.5 * dt * k2
         v3 = v + 0.5 * dt * a2
         k3 = self._rate(omega, v3)
-        a3 = self._acceleration(self._move(q, omega), v3, tau, h)
+        a3 = self.acceleration(self._move(q, omega), v3, tau, h)[0]
         omega = dt * k3
         v4 = v + dt * a3
         k4 = self._rate(omega, v4)
-        a4 = self._acceleration(self._move(q, omega), v4, tau, h)
-        self.last_forces = forces  # at the start of the step, as the accelerations the trajectory records
+        a4 = self.acceleration(self._move(q, omega), v4, tau, h)[0]
         v_next = v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
         self._check(v_next, dt)
         return self._move(q, dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)), v_next
@@ -102,18 +102,6 @@ class ManifoldStepper:
             raise FloatingPointError(f"{self.robot.name}: the integration diverged (a velocity reached "
                                      f"{float(np.max(np.abs(v))):.3g}) with steps of {dt:g} s; the model has modes "
                                      "faster than that (stiff joint damping, light links): use more substeps")
-
-    def accelerations(self, q, v, tau, h):
-        """(q'', contact forces or None) at every sample of a run."""
-        rows = q.shape[0]
-        qdd = np.empty((rows, self.robot.n))
-        forces = None if self.contacts is None else np.empty((rows, self.contacts.rows))
-        for k in range(rows):
-            qdd[k] = self._acceleration(q[k], v[k], tau[k], None if h is None else h[k])
-            if forces is not None:
-                forces[k] = self._forces
-        return qdd, forces
-
 
 #: Beyond this speed (rad/s or m/s) a run has diverged.
 DIVERGED = 1e6

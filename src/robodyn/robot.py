@@ -201,11 +201,8 @@ class Robot(RobotCore):
         return None
 
     def _positions(self, q, name: str = "q") -> np.ndarray:
-        q = np.array(q, dtype=float)
-        if q.ndim not in (1, 2) or q.shape[-1] != self.nq:
-            raise ValueError(f"{name}: expected shape ({self.nq},) or (N, {self.nq}), got {q.shape}")
-        if not np.all(np.isfinite(q)):
-            raise ValueError(f"{name}: contains NaN or infinity")
+        """q as a new float array of nq values (or a batch), finite, with a unit base quaternion."""
+        q = _vector(q, name, self.nq)
         if self.is_floating_base:
             from .floating_base import check_configuration
 
@@ -213,12 +210,14 @@ class Robot(RobotCore):
         return q
 
     def _velocities(self, v, name: str = "v") -> np.ndarray:
-        v = np.array(v, dtype=float)
-        if v.ndim not in (1, 2) or v.shape[-1] != self.n:
-            raise ValueError(f"{name}: expected shape ({self.n},) or (N, {self.n}), got {v.shape}")
-        if not np.all(np.isfinite(v)):
-            raise ValueError(f"{name}: contains NaN or infinity")
-        return v
+        return _vector(v, name, self.n)
+
+    def total_mass(self) -> float:
+        """The mass of the whole robot at the current parameter values (a floating base: M's linear block)."""
+        if not self.is_floating_base:
+            raise AttributeError(f"{self.name}: total_mass is computed for floating bases (the base's mass does not "
+                                 "enter a fixed base's M)")
+        return float(self.M(self.neutral())[0, 0])
 
     # -- named frames: every link of the description ---------------------------------------------
 
@@ -553,6 +552,16 @@ class Robot(RobotCore):
             return (f"<robodyn.Robot {self.name!r}: floating base {self.base_link!r} and {len(self.joint_names)} "
                     f"joints ({', '.join(self.joint_names)}); nq = {self.nq}, nv = {self.n}>")
         return f"<robodyn.Robot {self.name!r}: {self.n} joints ({', '.join(self.joint_names)})>"
+
+
+def _vector(value, name: str, width: int) -> np.ndarray:
+    """A new float array of shape (width,) or (N, width), finite."""
+    array = np.array(value, dtype=float)
+    if array.ndim not in (1, 2) or array.shape[-1] != width:
+        raise ValueError(f"{name}: expected shape ({width},) or (N, {width}), got {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name}: contains NaN or infinity")
+    return array
 
 
 def _restore(source, options, cache_dir, key, module_path) -> Robot:

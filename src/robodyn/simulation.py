@@ -227,6 +227,8 @@ class SimulatedPlant:
         self.qd = _state(qd0, "qd0", self.n)
         if self.manifold is not None:
             self.q[:] = self.manifold.start(self.q)
+        # A manifold plant's acceleration and contact forces at the state before its last write.
+        self.last_acceleration: np.ndarray | None = None
         self.last_forces: np.ndarray | None = None
         self.tick = 0
         self.disturbance = _Schedule(disturbance, self.n, "disturbance", self.period)
@@ -345,10 +347,12 @@ class SimulatedPlant:
             self._step(self.q, self.qd, applied, h, self._dt, self.substeps, self.integrator)
         elif self.manifold is not None:
             q, qd = self.q, self.qd
-            for _ in range(self.substeps):
+            for substep in range(self.substeps):
                 q, qd = self.manifold.step(q, qd, applied, h, self._dt)
+                if substep == 0:  # the tick's own state: what the trajectory records
+                    self.last_acceleration, self.last_forces = (self.manifold.last_acceleration,
+                                                                self.manifold.last_forces)
             self.q[:], self.qd[:] = q, qd
-            self.last_forces = self.manifold.last_forces
         elif self.constrained is not None:  # torques on passive joints are ignored: no motor there
             q, qd = self.q, self.qd
             actuated = applied[self.constrained.actuated]
@@ -607,7 +611,12 @@ class Harness:
         shape = (n,)
         q, qd, tau = np.empty((rows, getattr(plant, "nq", n))), np.empty((rows, n)), np.empty((rows, n))
         simulated = isinstance(plant, SimulatedPlant)
+        manifold = plant.manifold if simulated else None
         applied = np.empty((rows, n)) if simulated else None
+        # A manifold plant reports its accelerations and contact forces as it steps (not recomputed after).
+        recorded = np.empty((rows, n)) if manifold is not None else None
+        forces = (np.empty((rows, manifold.contacts.rows))
+                  if manifold is not None and manifold.contacts is not None else None)
         wrench = np.zeros((rows, 6)) if simulated and plant.wrench.present else None
         compute = np.empty(rows)
         lateness = np.empty(rows) if realtime else None
@@ -643,6 +652,10 @@ class Harness:
                     applied[k] = plant.last_applied
                     if wrench is not None:
                         wrench[k] = plant.last_wrench
+                    if recorded is not None:
+                        recorded[k] = plant.last_acceleration
+                        if forces is not None:
+                            forces[k] = plant.last_forces
                 if realtime and tick_end > origin + (k + 1) * period:
                     missed += 1
         wall = time.perf_counter() - began
@@ -658,8 +671,12 @@ class Harness:
             if plant.constrained is not None:
                 qdd = np.array([plant.constrained.forward_dynamics(a, b, c[plant.constrained.actuated])[0]
                                 for a, b, c in zip(q, qd, applied)])
-            elif plant.manifold is not None:
-                qdd, forces = plant.manifold.accelerations(q, qd, applied, wrench)
+            elif manifold is not None:  # the last sample's, the others recorded during the run
+                recorded[ticks], last_forces = manifold.acceleration(q[ticks], qd[ticks], applied[ticks],
+                                                                     None if wrench is None else wrench[ticks])
+                if forces is not None:
+                    forces[ticks] = last_forces
+                qdd = recorded
             else:
                 qdd = plant.robot.forward_dynamics(q, qd, applied, wrench)
         reference = getattr(controller, "reference", None)
@@ -670,7 +687,7 @@ class Harness:
             tau *= plant.actuation  # what the motors applied: nothing on passive joints
         robot = plant.robot.copy() if simulated else None
         trajectory = Trajectory(t, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, stats, robot)
-        if simulated and plant.manifold is not None and plant.manifold.contacts is not None:
+        if forces is not None:
             trajectory.contact_forces = forces
         return trajectory
 
