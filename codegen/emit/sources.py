@@ -98,16 +98,47 @@ class _Block:
             names[symbol] = symbol.name
         printer = RobotCPrinter(names)
         lines = []
-        for symbol, value in replacements:
+        for kind, item, value in _schedule(replacements, list(zip(targets, reduced))):
             text = printer.expression(value)
-            lines.append(f"{indent}const double {symbol.name} = {text};")
-            self.operations += count_operations(text)
-        for target, value in zip(targets, reduced):
-            lhs = f"const double {target}" if declare else target
-            text = printer.expression(value)
-            lines.append(f"{indent}{lhs} = {text};")
+            if kind == "value":
+                lines.append(f"{indent}const double {item.name} = {text};")
+            else:
+                lines.append(f"{indent}{'const double ' + item if declare else item} = {text};")
             self.operations += count_operations(text)
         return lines
+
+
+def _schedule(values: list, outputs: list) -> list:
+    """The statements in an order that keeps few values alive: each output as soon as what it reads is known
+    (outputs taken in that order), and each intermediate just before its first use (depth first). A long
+    routine written all intermediates first, outputs last, keeps thousands of values alive at once, and the
+    C compiler's register allocation then takes most of the build (Solo12's derivatives: 12 s of 13)."""
+    position = {symbol: k for k, (symbol, _) in enumerate(values)}
+    reads = {symbol: sorted((s for s in value.free_symbols if s in position), key=position.__getitem__)
+             for symbol, value in values}
+    value_of = dict(values)
+    order = sorted(range(len(outputs)), key=lambda k: (max((position[s] for s in outputs[k][1].free_symbols
+                                                             if s in position), default=-1), k))
+    done: set = set()
+    statements = []
+    for k in order:
+        target, value = outputs[k]
+        stack = [(symbol, False) for symbol in reversed(sorted((s for s in value.free_symbols if s in position),
+                                                               key=position.__getitem__))]
+        while stack:
+            symbol, expanded = stack.pop()
+            if symbol in done:
+                continue
+            if expanded:
+                done.add(symbol)
+                statements.append(("value", symbol, value_of[symbol]))
+                continue
+            stack.append((symbol, True))
+            stack.extend((s, False) for s in reversed(reads[symbol]) if s not in done)
+        statements.append(("output", target, value))
+    # Values no output reads (a guard's, a later block's) keep their place at the end, in program order.
+    statements[len(statements):] = [("value", symbol, value) for symbol, value in values if symbol not in done]
+    return statements
 
 
 def _entries(matrix: sp.MatrixBase, target: str) -> list[tuple[str, sp.Expr]]:

@@ -294,12 +294,21 @@ def _advance(robot):
     return lambda q, v, dt: q + dt * v
 
 
-def _central_differences(function, arguments: list[np.ndarray], variable: int, step: float) -> np.ndarray:
-    """∂function/∂arguments[variable] by central differences, one column per entry of that argument."""
+def _central_differences(function, arguments: list[np.ndarray], variable: int, step: float,
+                         robot=None) -> np.ndarray:
+    """∂function/∂arguments[variable] by central differences, one column per entry of that argument; with
+    ``robot`` the configuration (variable 0) moves along its tangent space (``_advance``: a floating base's
+    exponential map), one column per velocity coordinate."""
     columns = []
-    for e in np.eye(arguments[variable].size) * step:
+    point = arguments[variable]
+    along = _advance(robot) if robot is not None and variable == 0 else None
+    size = robot.n if along is not None else point.size
+    for e in np.eye(size) * step:
         plus, minus = list(arguments), list(arguments)
-        plus[variable], minus[variable] = arguments[variable] + e, arguments[variable] - e
+        if along is not None:
+            plus[variable], minus[variable] = along(point, e, 1.0), along(point, e, -1.0)
+        else:
+            plus[variable], minus[variable] = point + e, point - e
         columns.append((function(*plus) - function(*minus)) / (2 * step))
     return np.column_stack(columns)
 
@@ -315,7 +324,7 @@ def _derivative_identities(robot, has: set, values: dict[str, np.ndarray]) -> li
             continue
         d_q, d_qd = robot.inverse_dynamics_derivatives(q, qd, qdd)
         for variable, derivative in ((0, d_q), (1, d_qd)):
-            difference = _central_differences(robot.inverse_dynamics, [q, qd, qdd], variable, 1e-6)
+            difference = _central_differences(robot.inverse_dynamics, [q, qd, qdd], variable, 1e-6, robot)
             scale = max(float(np.max(np.abs(difference))), float(np.max(np.abs(robot.M(q)))), 1e-300)
             worst = max(worst, float(np.max(np.abs(difference - derivative))) / scale)
     checks = [Check("inverse_dynamics_derivatives_vs_differences", worst, DIFFERENCE_TOLERANCE)]
@@ -341,7 +350,7 @@ def _forward_derivative_check(robot, values: dict[str, np.ndarray]) -> Check:
             # of a small one small (a fixed step would set the error by rounding, not by the derivative).
             magnitude = float(np.max(np.abs((q, qd, tau)[variable])))
             step = 1e-6 * (magnitude if magnitude > 0 else 1.0)
-            difference = _central_differences(robot.forward_dynamics, [q, qd, tau], variable, step)
+            difference = _central_differences(robot.forward_dynamics, [q, qd, tau], variable, step, robot)
             scale = max(float(np.max(np.abs(difference))), float(np.max(np.abs(derivative))), 1e-300)
             worst = max(worst, float(np.max(np.abs(difference - derivative))) / scale)
     return Check("forward_dynamics_derivatives_vs_differences", worst, DIFFERENCE_TOLERANCE)

@@ -27,17 +27,26 @@ def _without_dirac(expr: sp.Expr) -> sp.Expr:
     return expr
 
 
-def differentiate(definitions, outputs, variables, prefix: str = "dw") -> tuple[list, list[list[sp.Expr]]]:
+def differentiate(definitions, outputs, variables, prefix: str = "dw",
+                  seeds: dict | None = None) -> tuple[list, list[list[sp.Expr]]]:
     """(new definitions, jacobian) with jacobian[i][k] = d outputs[i] / d variables[k].
 
     ``definitions`` is the program the outputs refer to (symbol, value) in order; only those the outputs
-    need are differentiated. The new definitions come after them and refer to them."""
+    need are differentiated. The new definitions come after them and refer to them.
+
+    ``seeds`` ({input symbol: {k: d input / d direction k}}) replaces ``variables``: the derivatives are then
+    taken along directions that are not inputs themselves (a floating base's tangent space, whose directions
+    move its position and quaternion together); the jacobian has a column per direction."""
     program = Program(prefix)
     variables = list(variables)
-    index = {v: k for k, v in enumerate(variables)}
+    if seeds is None:
+        gradient = {v: {k: sp.Integer(1)} for k, v in enumerate(variables)}
+        count = len(variables)
+    else:
+        gradient = {symbol: {k: d for k, d in sorted(row.items()) if d != 0} for symbol, row in seeds.items()}
+        count = len(variables)
     needed = needed_definitions(list(definitions), list(outputs)) if definitions else []
-    # gradient[symbol] = {k: d symbol / d variables[k]} (nonzero entries only)
-    gradient: dict[sp.Symbol, dict[int, sp.Expr]] = {v: {k: sp.Integer(1)} for v, k in index.items()}
+    # gradient[symbol] = {k: d symbol / d direction k} (nonzero entries only)
 
     def total(expr: sp.Expr) -> dict[int, sp.Expr]:
         """Nonzero d expr / d variables[k] through the gradients known so far."""
@@ -61,5 +70,34 @@ def differentiate(definitions, outputs, variables, prefix: str = "dw") -> tuple[
     jacobian = []
     for expr in outputs:
         row = total(expr)
-        jacobian.append([row.get(k, sp.Integer(0)) for k in range(len(variables))])
+        jacobian.append([row.get(k, sp.Integer(0)) for k in range(count)])
     return list(program.definitions), jacobian
+
+
+def tangent_seeds(q, qd, floating: bool) -> tuple[list, dict]:
+    """(directions, seeds) for ``differentiate``: the derivatives along the configuration's tangent space, then
+    along q̇. With a floating base, q = (p, quaternion x y z w, joints) moves along δ = (δν, δω, δq_joints) as
+    Pinocchio's ``integrate`` does to first order: p + R δν and quaternion ⊗ (δω/2, 1), so that
+
+        dp/dδν = R,    d(x, y, z)/dδω = ½ (w I + [xyz]×),    dw/dδω = −½ (x y z),
+
+    and the derivatives come out nv × nv as Pinocchio's (computeRNEADerivatives, computeABADerivatives)."""
+    from ..geometry import quaternion_rotation
+
+    if not floating:
+        return list(q) + list(qd), None
+    nv = len(qd)
+    x, y, z, w = q[3:7]
+    R = quaternion_rotation(x, y, z, w)
+    half = sp.Rational(1, 2)
+    vector_rows = [[w, -z, y], [z, w, -x], [-y, x, w]]  # w I + [xyz]x
+    seeds = {}
+    for a in range(3):
+        seeds[q[a]] = {k: R[a, k] for k in range(3)}
+        seeds[q[3 + a]] = {3 + k: half * vector_rows[a][k] for k in range(3)}
+    seeds[w] = {3 + k: -half * c for k, c in enumerate((x, y, z))}
+    for j, symbol in enumerate(q[7:]):
+        seeds[symbol] = {6 + j: sp.Integer(1)}
+    for k, symbol in enumerate(qd):
+        seeds[symbol] = {nv + k: sp.Integer(1)}
+    return list(range(2 * nv)), seeds

@@ -34,11 +34,13 @@ from .recursive import force_cross, motion_cross, spatial_inertia
 
 
 def applies(model) -> bool:
-    """The closed form holds for the recursive route's trees without rotors, coupled joints or loops."""
+    """The closed form holds for the recursive route's trees without rotors, coupled joints or loops, on a fixed
+    or a floating base."""
     description = model.description
+    off = 6 if description.floating_base is not None else 0
     return (model.method == "recursive" and model.closed_chain is None and not description.bodies
             and all(joint.rotor is None for joint in description.tree)
-            and len(description.tree) == model.n and len(model.link_transforms) == model.n)
+            and len(description.tree) + off == model.n and len(model.link_transforms) == len(description.tree))
 
 
 @dataclass(frozen=True)
@@ -58,13 +60,22 @@ class RneaDerivatives:
 def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDerivatives:
     """The derivatives of the inverse dynamics without the tool wrench; the definitions are named
     ``<prefix><k>`` and use the model's link frames. ``split``: the accelerations' q̈-free part apart (what M and
-    the bias need comes before anything that depends on q̈; a few more operations in all)."""
+    the bias need comes before anything that depends on q̈; a few more operations in all).
+
+    A floating base is a body whose six coordinates (ν, ω in its own frame) form one joint on the world: its
+    world axes S_k = Ad_T e_k move with the base, so the pairs among them follow the rule for j ⪯ i; its parent
+    is still, so Ψ̇_k = 0 and Ψ̈_k = −g × S_k in ∂τ/∂q. Its rates differ from a one-axis joint's in one term:
+    the base's own axes carry its velocity (Ṡ v_b = V_0 × V_0 = 0), so ∂a_k/∂v_b = S × (v_k − V_0) where a
+    joint's formula has 2Ψ̇ + S × v_k: in ∂τ/∂q̇, Ψ̇_k is ½ V_0 × S_k."""
     program = Program(prefix)
     let_v, let_m = program.vector, program.matrix
     description = model.description
     joints = description.tree
-    n = model.n
+    floating = description.floating_base
+    off = 6 if floating is not None else 0
+    n = model.n  # coordinates: a floating base's six, then the joints'
     q, qd, qdd = model.q, model.qd, model.qdd
+    joint_q = q[len(q) - len(joints):]
     gravity = sp.Matrix(description.gravity)
 
     def cross(a, b):
@@ -73,12 +84,56 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
     def force_product(a, f):  # a ×* f
         return force_cross(a) * f
 
-    # Forward pass. Split, the acceleration is a = a0 (q̈ = 0, gravity as a base acceleration) + α (from q̈), so
-    # that M and the bias need nothing that depends on q̈; else a0 is a and α is zero.
-    axes, velocity, rest_acceleration, joint_acceleration, psi_dot, psi_ddot = [], [], [], [], [], []
+    # Bodies: a floating base (body 0) and the joints' links; body_parent[-1] is the world. Coordinates: their
+    # axes S (world), the body each moves, Ψ̇ for ∂τ/∂q and for ∂τ/∂q̇ (the same but for a floating base), Ψ̈.
+    body_parent, coordinate_body = [], []
+    axes, psi_dot, psi_dot_rate, psi_ddot = [], [], [], []
+    velocity, rest_acceleration, joint_acceleration = [], [], []
     inertia, rest_force, joint_force, symmetric, momentum = [], [], [], [], []
     zero = sp.zeros(6, 1)
     base_acceleration = sp.Matrix([0, 0, 0, *(-gravity)])
+
+    def add_body(parent, I, v, a0, alpha):
+        h = let_v(I * v)
+        # B = (v ×*) I + (h ×̄*) − I (v ×) = −P + (h ×̄*) with P = (v ×)ᵀ I + I (v ×) symmetric: only P and h
+        # are summed over subtrees, and (h ×̄*) x = x ×* h is applied as a cross product.
+        half = I * motion_cross(v)
+        body_parent.append(parent)
+        velocity.append(v)
+        rest_acceleration.append(a0)
+        joint_acceleration.append(alpha)
+        inertia.append(I)
+        symmetric.append(half + half.T)
+        momentum.append(h)
+        rest_force.append(I * a0 + force_product(v, h))
+        joint_force.append(I * alpha)
+
+    def world_inertia(inertial, R, p):
+        com = let_v(R * sp.Matrix(inertial.com) + p)
+        # R I Rᵀ is symmetric: its upper triangle, mirrored (the lower one would cost as much again).
+        turned = R * sp.Matrix(inertial.inertia)
+        rotated = let_m(sp.Matrix(3, 3, lambda a, b: (turned[a, :] * R[b, :].T)[0] if a <= b
+                                  else (turned[b, :] * R[a, :].T)[0]))
+        return let_m(spatial_inertia(inertial.mass, com, rotated))
+
+    if floating is not None:
+        from ..geometry import quaternion_rotation
+
+        R = let_m(quaternion_rotation(*q[3:7]))
+        p = sp.Matrix(q[:3])
+        base_axes = [let_v([0, 0, 0, *R[:, k]]) for k in range(3)]
+        base_axes += [let_v([*R[:, k], *p.cross(R[:, k])]) for k in range(3)]
+        v0 = let_v(sum((base_axes[k] * qd[k] for k in range(6)), zero))
+        alpha0 = let_v(sum((base_axes[k] * qdd[k] for k in range(6)), zero))
+        for k in range(6):
+            coordinate_body.append(0)
+            axes.append(base_axes[k])
+            psi_dot.append(zero)
+            psi_dot_rate.append(let_v(cross(v0, base_axes[k]) / 2))
+            psi_ddot.append(let_v(cross(base_acceleration, base_axes[k])))
+        add_body(-1, world_inertia(floating.inertial, R, p), v0,
+                 base_acceleration if split else let_v(base_acceleration + alpha0), alpha0 if split else zero)
+
     for i, joint in enumerate(joints):
         frame = sp.Matrix(model.link_transforms[i])
         R, p = frame[:3, :3], frame[:3, 3]
@@ -90,86 +145,86 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
             S = let_v([*direction, *origin.cross(direction)])
         else:
             S = sp.Matrix([0, 0, 0, *direction])
-        root = joint.parent < 0
-        parent_v = zero if root else velocity[joint.parent]
-        parent_a0 = base_acceleration if root else rest_acceleration[joint.parent]
-        parent_alpha = zero if root or not split else joint_acceleration[joint.parent]
-        s_dot = zero if root else let_v(cross(parent_v, S))
+        parent = joint.parent + (1 if off else 0) if joint.parent >= 0 else (0 if off else -1)
+        still = parent < 0
+        parent_v = zero if still else velocity[parent]
+        parent_a0 = base_acceleration if still else rest_acceleration[parent]
+        parent_alpha = zero if still or not split else joint_acceleration[parent]
+        s_dot = zero if still else let_v(cross(parent_v, S))
         # Ψ̈ = a_λ × S + v_λ × Ψ̇ with a_λ = a0_λ + α_λ: the q̈-free part here, α_λ × S added below.
-        s_ddot0 = let_v(cross(parent_a0, S) + (zero if root else cross(parent_v, s_dot)))
-        s_ddot = s_ddot0 if root or not split else let_v(s_ddot0 + cross(parent_alpha, S))
-        v = let_v(parent_v + S * qd[i])
-        a0 = let_v(parent_a0 + s_dot * qd[i] + (zero if split else S * qdd[i]))
-        alpha = let_v(parent_alpha + S * qdd[i]) if split else zero
-        com = let_v(R * sp.Matrix(joint.inertial.com) + p)
-        # R I Rᵀ is symmetric: its upper triangle, mirrored (the lower one would cost as much again).
-        turned = R * sp.Matrix(joint.inertial.inertia)
-        rotated = let_m(sp.Matrix(3, 3, lambda a, b: (turned[a, :] * R[b, :].T)[0] if a <= b
-                                  else (turned[b, :] * R[a, :].T)[0]))
-        I = let_m(spatial_inertia(joint.inertial.mass, com, rotated))
-        h = let_v(I * v)
-        # B = (v ×*) I + (h ×̄*) − I (v ×) = −P + (h ×̄*) with P = (v ×)ᵀ I + I (v ×) symmetric: only P and h
-        # are summed over subtrees, and (h ×̄*) x = x ×* h is applied as a cross product.
-        half = I * motion_cross(v)
+        s_ddot0 = let_v(cross(parent_a0, S) + (zero if still else cross(parent_v, s_dot)))
+        s_ddot = s_ddot0 if still or not split else let_v(s_ddot0 + cross(parent_alpha, S))
+        rate = qd[off + i]
+        v = let_v(parent_v + S * rate)
+        a0 = let_v(parent_a0 + s_dot * rate + (zero if split else S * qdd[off + i]))
+        alpha = let_v(parent_alpha + S * qdd[off + i]) if split else zero
+        coordinate_body.append(len(body_parent))
         axes.append(S)
-        velocity.append(v)
-        rest_acceleration.append(a0)
-        joint_acceleration.append(alpha)
         psi_dot.append(s_dot)
+        psi_dot_rate.append(s_dot)
         psi_ddot.append(s_ddot)
-        inertia.append(I)
-        symmetric.append(half + half.T)
-        momentum.append(h)
-        rest_force.append(I * a0 + force_product(v, h))
-        joint_force.append(I * alpha)
+        add_body(parent, world_inertia(joint.inertial, R, p), v, a0, alpha)
 
     # Subtree sums, from the leaves: I^C, P^C, h^C, F0 and Fα (F = F0 + Fα).
     sums = [list(inertia), list(symmetric), list(momentum), list(rest_force), list(joint_force)]
-    for i in reversed(range(n)):
+    for b in reversed(range(len(body_parent))):
         for values in sums:
-            values[i] = (let_m if values[i].shape[1] > 1 else let_v)(values[i])
-        parent = joints[i].parent
-        if parent >= 0:
+            values[b] = (let_m if values[b].shape[1] > 1 else let_v)(values[b])
+        if body_parent[b] >= 0:
             for values in sums:
-                values[parent] = values[parent] + values[i]
+                values[body_parent[b]] = values[body_parent[b]] + values[b]
     composite_inertia, composite_symmetric, composite_momentum, composite_rest, composite_joint = sums
+    coordinates_of = {}
+    for c, b in enumerate(coordinate_body):
+        coordinates_of.setdefault(b, []).append(c)
 
-    def bias_times(j: int, x) -> sp.Matrix:  # B^C_j x
-        return -composite_symmetric[j] * x + force_product(x, composite_momentum[j])
+    def bias_times(b: int, x) -> sp.Matrix:  # B^C_b x
+        return -composite_symmetric[b] * x + force_product(x, composite_momentum[b])
 
-    def ancestors(i: int) -> list[int]:
-        chain = []
-        while i >= 0:
-            chain.append(i)
-            i = joints[i].parent
-        return chain  # i first
+    def ancestors(c: int) -> list[int]:
+        """The coordinates j ⪯ c: those of c's body (all six of a floating base) and of the bodies above."""
+        chain, b = [], coordinate_body[c]
+        while b >= 0:
+            chain += coordinates_of[b]
+            b = body_parent[b]
+        return chain
+
+    def strict_ancestors(c: int) -> list[int]:
+        chain, b = [], body_parent[coordinate_body[c]]
+        while b >= 0:
+            chain += coordinates_of[b]
+            b = body_parent[b]
+        return chain
 
     def dot(a, b) -> sp.Expr:
         return sum((a[k] * b[k] for k in range(6)), sp.Integer(0))
 
-    # P^C_j S_j and S_j ×* h^C_j, each used twice: in S_jᵀ B^C_j (row j) and in B^C_j S_j (column j).
-    symmetric_axis = [let_v(composite_symmetric[j] * axes[j]) for j in range(n)]
-    axis_momentum = [let_v(force_product(axes[j], composite_momentum[j])) for j in range(n)]
+    # P^C S and S ×* h^C of each coordinate's body, each used twice: in S_iᵀ B^C (row i) and in B^C S_j (column j).
+    symmetric_axis = [let_v(composite_symmetric[coordinate_body[j]] * axes[j]) for j in range(n)]
+    axis_momentum = [let_v(force_product(axes[j], composite_momentum[coordinate_body[j]])) for j in range(n)]
 
     d_q, d_qd, M, bias = sp.zeros(n, n), sp.zeros(n, n), sp.zeros(n, n), sp.zeros(n, 1)
     for i in range(n):
-        row_inertia = let_v(composite_inertia[i] * axes[i])  # (S_iᵀ I^C_i)ᵀ
+        b = coordinate_body[i]
+        row_inertia = let_v(composite_inertia[b] * axes[i])  # (S_iᵀ I^C_i)ᵀ
         # (S_iᵀ B^C_i)ᵀ = B^C_iᵀ S_i = −P^C_i S_i − S_i ×* h^C_i
         row_bias = let_v(-symmetric_axis[i] - axis_momentum[i])
-        bias[i] = dot(axes[i], composite_rest[i])
+        bias[i] = dot(axes[i], composite_rest[b])
         for j in ancestors(i):  # j ⪯ i
             M[i, j] = M[j, i] = dot(row_inertia, axes[j])
             d_q[i, j] = dot(row_inertia, psi_ddot[j]) + dot(row_bias, psi_dot[j])
-            d_qd[i, j] = dot(row_bias, axes[j]) + 2 * dot(row_inertia, psi_dot[j])
-    for j in range(n):
-        strict = ancestors(j)[1:]
+            # B^C_i S_j with B^C_iᵀ S_i = row_bias: S_iᵀ B^C_i S_j = row_bias · S_j
+            d_qd[i, j] = dot(row_bias, axes[j]) + 2 * dot(row_inertia, psi_dot_rate[j])
+    for j in range(off, n):
+        strict = strict_ancestors(j)
         if not strict:
             continue
-        force = composite_rest[j] + composite_joint[j]
-        column_q = let_v(force_product(axes[j], force) + composite_inertia[j] * psi_ddot[j]
-                         + bias_times(j, psi_dot[j]))
+        b = coordinate_body[j]
+        force = composite_rest[b] + composite_joint[b]
+        column_q = let_v(force_product(axes[j], force) + composite_inertia[b] * psi_ddot[j]
+                         + bias_times(b, psi_dot[j]))
         # B^C_j S_j = −P^C_j S_j + S_j ×* h^C_j
-        column_qd = let_v(-symmetric_axis[j] + axis_momentum[j] + 2 * composite_inertia[j] * psi_dot[j])
+        column_qd = let_v(-symmetric_axis[j] + axis_momentum[j] + 2 * composite_inertia[b] * psi_dot_rate[j])
         for i in strict:  # i ≺ j
             d_q[i, j] = dot(axes[i], column_q)
             d_qd[i, j] = dot(axes[i], column_qd)
@@ -180,6 +235,6 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
             partial = _without_dirac(sp.diff(friction[i], qd[j]))
             if partial != 0:
                 d_qd[i, j] += partial
-            if friction[i].has(q[j]):
-                d_q[i, j] += sp.diff(friction[i], q[j])
+            if j >= off and friction[i].has(joint_q[j - off]):
+                d_q[i, j] += sp.diff(friction[i], joint_q[j - off])
     return RneaDerivatives(tuple(program.definitions), d_q, d_qd, M, bias if split else None)

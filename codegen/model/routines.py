@@ -231,26 +231,30 @@ def _derive_id_derivatives(model, split: bool):
 
 
 def _forward_mode(model):
-    from .derivatives import differentiate
+    from .derivatives import differentiate, tangent_seeds
 
     n = model.n
+    floating = model.description.floating_base is not None
+    directions, seeds = tangent_seeds(model.q, model.qd, floating)
     definitions, jacobian = differentiate(model.definitions, list(model.inverse_dynamics(with_wrench=False)),
-                                          list(model.q) + list(model.qd))
+                                          directions, seeds=seeds)
     jacobian = sp.Matrix(jacobian)
+    tangent = ("; a floating base's columns along its tangent space (p + R dnu, quaternion x exp(dw/2)), "
+               "as Pinocchio's" if floating else "")
     return (tuple(definitions), sp.ImmutableMatrix(jacobian[:, :n]), sp.ImmutableMatrix(jacobian[:, n:]),
             "forward-mode differentiation of the inverse-dynamics program, intermediate by intermediate "
-            "(chain rule); sgn' = 0", None, None)
+            f"(chain rule); sgn' = 0{tangent}", None, None)
 
 
 def _inverse_dynamics_derivatives(model, options):
-    if model.description.floating_base is not None:
-        return None  # derivatives on the configuration manifold: not yet
+    if not options.builds_derivatives(model.description.floating_base is not None):
+        return None
     definitions, d_q, d_qd, algorithm, _, _ = _id_derivatives(model)
     return Expressions((d_q, d_qd), definitions=definitions), algorithm
 
 
 def _forward_dynamics_derivatives(model, options):
-    if not _has_forward_dynamics(model) or model.description.floating_base is not None:
+    if not _has_forward_dynamics(model) or not options.builds_derivatives(model.description.floating_base is not None):
         return None
     definitions, d_q, d_qd, algorithm, M, bias = _id_derivatives(model, split=True)
     if bias is None:  # M and the bias of the model's own routines

@@ -70,8 +70,23 @@ def joint_torque(robot, tau) -> np.ndarray:
     raise ValueError(f"tau: expected {robot.n} joint torques or {len(actuated)} motor torques, got shape {tau.shape}")
 
 
+def _step_length(dt):
+    if dt is not None and (isinstance(dt, bool) or not (isinstance(dt, (int, float, np.floating)) and 0.0 < dt < np.inf)):
+        raise ValueError(f"dt must be a positive, finite number of seconds, got {dt!r}")
+    return None if dt is None else float(dt)
+
+
+def _require_derivatives(robot) -> None:
+    if "forward_dynamics_derivatives" not in robot.routine_names:
+        floating = getattr(robot, "is_floating_base", False)
+        raise ValueError(f"{robot.name} was built without its derivative routines"
+                         + (" (a floating base builds them on request)" if floating else "")
+                         + ": load it with derivatives='yes' (command line: --derivatives yes)")
+
+
 def _continuous(robot, q, qd, tau):
     n = q.size
+    _require_derivatives(robot)
     d_q, d_qd, m_inv = forward_dynamics_derivatives(robot, q, qd, tau)
     A = np.zeros((2 * n, 2 * n))
     A[:n, n:] = np.eye(n)
@@ -88,16 +103,15 @@ def linearize(robot, q, qd, tau, dt: float | None = None) -> tuple[np.ndarray, n
     if getattr(robot, "is_constrained", False):
         raise ValueError(f"{robot.name} has no closed-form reduced model: its multiplier model "
                          "(robodyn.closed_chain.ConstrainedDynamics) has no linearisation yet")
+    _require_derivatives(robot)
     if getattr(robot, "is_floating_base", False):
-        raise ValueError(f"{robot.name} has a floating base: its derivatives on the configuration manifold are not "
-                         "built yet (docs/floating_base.md)")
+        return _linearize_floating(robot, q, qd, tau, _step_length(dt))
     q, qd = (np.ascontiguousarray(v, dtype=float) for v in (q, qd))
     tau = joint_torque(robot, tau)
     n = q.size
+    dt = _step_length(dt)
     if dt is None:
         return _continuous(robot, q, qd, tau)
-    if isinstance(dt, bool) or not (isinstance(dt, (int, float, np.floating)) and 0.0 < dt < np.inf):
-        raise ValueError(f"dt must be a positive, finite number of seconds, got {dt!r}")
 
     def f(x):
         return np.concatenate((x[n:], robot.forward_dynamics(x[:n], x[n:], tau)))
@@ -124,4 +138,129 @@ def linearize(robot, q, qd, tau, dt: float | None = None) -> tuple[np.ndarray, n
     K4x, K4u = A4 @ (identity + dt * K3x), A4 @ (dt * K3u) + B4
     Ad = identity + dt / 6.0 * (K1x + 2.0 * K2x + 2.0 * K3x + K4x)
     Bd = dt / 6.0 * (K1u + 2.0 * K2u + 2.0 * K3u + K4u)
+    return Ad, Bd
+
+
+# -- floating bases: the state (q, v) on SE(3) x R^n, linearised in the chart q = q0 ⊕ δ (robot.integrate) -----
+
+
+def _ad(twist: np.ndarray) -> np.ndarray:
+    """ad_ξ on se(3) for twists ordered (linear ν, angular ω): [[ω×, ν×], [0, ω×]] (ad_ξ η = [ξ, η])."""
+    out = np.zeros((6, 6))
+    nu, omega = twist[:3], twist[3:]
+    hat_omega = np.array([[0.0, -omega[2], omega[1]], [omega[2], 0.0, -omega[0]], [-omega[1], omega[0], 0.0]])
+    out[:3, :3] = out[3:, 3:] = hat_omega
+    out[:3, 3:] = np.array([[0.0, -nu[2], nu[1]], [nu[2], 0.0, -nu[0]], [-nu[1], nu[0], 0.0]])
+    return out
+
+
+def _right_jacobian(omega: np.ndarray) -> np.ndarray:
+    """J_r(Ω) = Σ (−ad_Ω)^k / (k+1)! of SE(3): q ⊕ (Ω + η) = (q ⊕ Ω) ⊕ (J_r(Ω) η) to first order in η (SciPy's
+    expm of the block matrix [[−ad_Ω, I], [0, 0]], whose upper-right block is that series)."""
+    from scipy.linalg import expm
+
+    block = np.zeros((12, 12))
+    block[:6, :6] = -_ad(omega)
+    block[:6, 6:] = np.eye(6)
+    return expm(block)[:6, 6:]
+
+
+def _adjoint_inverse_exp(omega: np.ndarray) -> np.ndarray:
+    """Ad_{exp(−Ω)} = expm(−ad_Ω): moves a tangent vector at q to q ⊕ Ω (q ⊕ δ ⊕ Ω = q ⊕ Ω ⊕ Ad_{exp(−Ω)} δ)."""
+    from scipy.linalg import expm
+
+    return expm(-_ad(omega))
+
+
+def _floating_continuous(robot, q, v, tau):
+    """(A, B) of ẋ = f(x) in the chart δ = difference(q0, q) about q0: δ̇ = dexp⁻¹(v) = v + ½ [δ, v] + …, so
+    ∂δ̇/∂δ = −½ ad_v on the base (zero on the joints) and ∂δ̇/∂v = I; v̇ = FD(q0 ⊕ δ, v, τ)."""
+    n = v.size
+    d_q, d_v, m_inv = robot.forward_dynamics_derivatives(q, v, tau)
+    A = np.zeros((2 * n, 2 * n))
+    A[:6, :6] = -0.5 * _ad(v[:6])
+    A[:n, n:] = np.eye(n)
+    A[n:, :n], A[n:, n:] = d_q, d_v
+    return A, m_inv
+
+
+def _dexp_inverse(omega: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(k, ∂k/∂Ω, ∂k/∂v) of the stepper's rate k = v + ½ [Ω, v] + 1/12 [Ω, [Ω, v]] on the base (the joints: k = v)."""
+    n = v.size
+    k, d_omega, d_v = v.copy(), np.zeros((n, n)), np.eye(n)
+    ad_omega = _ad(omega[:6])
+    first = ad_omega @ v[:6]
+    k[:6] += 0.5 * first + ad_omega @ first / 12.0
+    # ∂/∂Ω: ½ [η, v] + 1/12 ([η, [Ω, v]] + [Ω, [η, v]]) = −½ ad_v η − 1/12 (ad_{[Ω,v]} η + ad_Ω ad_v η)
+    ad_v = _ad(v[:6])
+    d_omega[:6, :6] = -0.5 * ad_v - (_ad(first) + ad_omega @ ad_v) / 12.0
+    d_v[:6, :6] += 0.5 * ad_omega + ad_omega @ ad_omega / 12.0
+    return k, d_omega, d_v
+
+
+def _linearize_floating(robot, q, v, tau, dt):
+    """Continuous: (A, B) in the chart about q. With ``dt``: the Jacobians of one step of the harness's RKMK4
+    (robodyn.floating_step) with the torque held, the error of x_k in the chart about q_k and that of x_{k+1} in the
+    chart about the nominal next configuration: δ_{k+1} = difference(Φ(x̄), Φ(x̄ ⊕ δ)), to first order."""
+    q = robot._positions(q, "q")
+    v = robot._velocities(v, "qd")
+    tau = joint_torque(robot, tau)
+    n = v.size
+    actuated = list(robot.actuated)
+    if dt is None:
+        A, m_inv = _floating_continuous(robot, q, v, tau)
+        B = np.zeros((2 * n, len(actuated)))
+        B[n:, :] = m_inv[:, actuated]
+        return A, B
+
+    def acceleration(omega, velocity):
+        """v̇ at q ⊕ Ω and its Jacobians in (δ, v0-independent) terms: ∂/∂δ (δ moves q), ∂/∂Ω, ∂/∂velocity, ∂/∂τ."""
+        point = robot.integrate(q, omega)
+        a = robot.forward_dynamics(point, velocity, tau)
+        d_q, d_v, m_inv = robot.forward_dynamics_derivatives(point, velocity, tau)
+        to_point = np.eye(n)
+        to_point[:6, :6] = _adjoint_inverse_exp(omega[:6])
+        along = np.eye(n)
+        along[:6, :6] = _right_jacobian(omega[:6])
+        return a, d_q @ to_point, d_q @ along, d_v, m_inv
+
+    # Stages as in ManifoldStepper.step; each quantity carries its Jacobians w.r.t. x = (δ, v) and τ.
+    identity, zero = np.eye(n), np.zeros((n, n))
+    m = len(actuated)
+
+    def select(matrix):
+        return matrix[:, actuated]
+
+    # stage 1 at Ω = 0
+    a1, a1_delta, _, a1_v, m1 = acceleration(np.zeros(n), v)
+    a1_x, a1_u = np.hstack([a1_delta, a1_v]), select(m1)
+    k1, k1_x, k1_u = v, np.hstack([zero, identity]), np.zeros((n, m))
+    stages_k, stages_a = [(k1, k1_x, k1_u)], [(a1, a1_x, a1_u)]
+    for c in (0.5, 0.5, 1.0):
+        k_prev, kx_prev, ku_prev = stages_k[-1]
+        a_prev, ax_prev, au_prev = stages_a[-1]
+        omega, omega_x, omega_u = c * dt * k_prev, c * dt * kx_prev, c * dt * ku_prev
+        velocity = v + c * dt * a_prev
+        velocity_x = np.hstack([zero, identity]) + c * dt * ax_prev
+        velocity_u = c * dt * au_prev
+        k, k_omega, k_v = _dexp_inverse(omega, velocity)
+        stages_k.append((k, k_omega @ omega_x + k_v @ velocity_x, k_omega @ omega_u + k_v @ velocity_u))
+        a, a_delta, a_omega, a_v, m_stage = acceleration(omega, velocity)
+        a_x = np.hstack([a_delta, zero]) + a_omega @ omega_x + a_v @ velocity_x
+        a_u = a_omega @ omega_u + a_v @ velocity_u + select(m_stage)
+        stages_a.append((a, a_x, a_u))
+    weights = (1.0, 2.0, 2.0, 1.0)
+    omega = dt / 6.0 * sum(w * k for w, (k, _, _) in zip(weights, stages_k))
+    omega_x = dt / 6.0 * sum(w * kx for w, (_, kx, _) in zip(weights, stages_k))
+    omega_u = dt / 6.0 * sum(w * ku for w, (_, _, ku) in zip(weights, stages_k))
+    v_x = np.hstack([zero, identity]) + dt / 6.0 * sum(w * ax for w, (_, ax, _) in zip(weights, stages_a))
+    v_u = dt / 6.0 * sum(w * au for w, (_, _, au) in zip(weights, stages_a))
+    # q_{k+1} = (q ⊕ δ) ⊕ Ω(δ, v): in the chart about q ⊕ Ω̄, δ_{k+1} = Ad_{exp(−Ω̄)} δ + J_r(Ω̄) ΔΩ.
+    to_next, along = np.eye(n), np.eye(n)
+    to_next[:6, :6] = _adjoint_inverse_exp(omega[:6])
+    along[:6, :6] = _right_jacobian(omega[:6])
+    Ad = np.zeros((2 * n, 2 * n))
+    Ad[:n] = np.hstack([to_next, zero]) + along @ omega_x
+    Ad[n:] = v_x
+    Bd = np.vstack([along @ omega_u, v_u])
     return Ad, Bd

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Mapping
 
-__all__ = ["BuildOptions", "METHODS", "FORWARD_METHODS", "BASES", "add_arguments", "from_arguments", "parse_assignments",
+__all__ = ["BuildOptions", "METHODS", "FORWARD_METHODS", "BASES", "DERIVATIVES", "add_arguments", "from_arguments", "parse_assignments",
            "cache_arguments", "output_arguments"]
 
 #: Derivation routes: closed forms by Euler-Lagrange, or recursive algorithms; "auto" picks by size.
@@ -24,6 +24,8 @@ METHODS = ("auto", "lagrange", "recursive")
 FORWARD_METHODS = ("ltdl", "aba")
 #: The root link: welded to the world, or free (six more degrees of freedom).
 BASES = ("fixed", "floating")
+#: Whether the derivative routines are compiled: "auto" builds them for fixed bases, not for floating ones.
+DERIVATIVES = ("auto", "yes", "no")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
 
 
@@ -70,6 +72,10 @@ class BuildOptions:
         "(the root link moves freely, as a legged robot's, a humanoid's or a mobile base's: q then starts with the "
         "base pose, see docs/floating_base.md); a YAML description declares a floating base itself",
         choices=BASES))
+    derivatives: str = field(default="auto", metadata=_option(
+        "--derivatives", "compile the derivative routines (inverse_dynamics_derivatives, forward_dynamics_derivatives; "
+        "what linearize needs): 'yes', 'no', or 'auto' (default: yes for a fixed base, no for a floating base, whose "
+        "kernels take GCC about 30 s more on Solo12)", choices=DERIVATIVES))
     selfcheck: bool = field(default=True, metadata=_option(
         "--no-selfcheck", "skip the post-build self-check of every routine against its symbolic value (for those "
         "who know the model is right; the cache entry records that it was not checked)"))
@@ -88,6 +94,8 @@ class BuildOptions:
         object.__setattr__(self, "tool_offset", _tool_offset(self.tool_offset))
         if self.base not in BASES:
             raise ValueError(f"base: expected one of {', '.join(BASES)}, got {self.base!r}")
+        if self.derivatives not in DERIVATIVES:
+            raise ValueError(f"derivatives: expected one of {', '.join(DERIVATIVES)}, got {self.derivatives!r}")
         if isinstance(self.assembly_mode, bool) or self.assembly_mode not in (1, -1):
             raise ValueError(f"assembly_mode: expected 1 or -1, got {self.assembly_mode!r}")
         object.__setattr__(self, "assembly_mode", int(self.assembly_mode))
@@ -95,6 +103,10 @@ class BuildOptions:
     @property
     def lock_map(self) -> dict[str, float]:
         return dict(self.lock)
+
+    def builds_derivatives(self, floating_base: bool) -> bool:
+        """Whether the derivative routines are compiled for a robot with (or without) a floating base."""
+        return self.derivatives == "yes" or (self.derivatives == "auto" and not floating_base)
 
     def replace(self, **changes) -> "BuildOptions":
         values = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -111,7 +123,7 @@ class BuildOptions:
                 "lock": [[name, value] for name, value in self.lock], "runtime_parameters": self.runtime_parameters,
                 "tool": self.tool, "tool_offset": list(self.tool_offset),
                 "accept_invalid_inertia": self.accept_invalid_inertia, "selfcheck": self.selfcheck,
-                "assembly_mode": self.assembly_mode, "base": self.base}
+                "assembly_mode": self.assembly_mode, "base": self.base, "derivatives": self.derivatives}
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "BuildOptions":
@@ -144,6 +156,8 @@ class BuildOptions:
             out += ["--assembly-mode", str(self.assembly_mode)]
         if self.base != default.base:
             out += ["--base", self.base]
+        if self.derivatives != default.derivatives:
+            out += ["--derivatives", self.derivatives]
         if not self.selfcheck:
             out.append("--no-selfcheck")
         return out
