@@ -69,7 +69,6 @@ def derive_model(description, options: BuildOptions | None = None, progress=None
             raise BuildError("a floating base takes the recursive route (--method recursive or auto): its "
                              "orientation is a quaternion, which the Euler-Lagrange closed forms do not handle")
         method = "recursive"
-        regressor = False  # not yet derived for floating bases
     if method == "lagrange":
         model = derive_lagrange(description, simplify=options.simplify, progress=progress)
     else:

@@ -31,7 +31,7 @@ import sympy as sp
 
 from .. import geometry
 from ..description.model import RobotDescription
-from .common import Coupling, Progress
+from .common import BASE_TO_SPATIAL, Coupling, Progress
 from .program import Program, needed_definitions
 from .recursive import _cross, force_cross, motion_cross
 
@@ -112,8 +112,9 @@ def _parameter_values(description: RobotDescription) -> tuple[list[str], list, l
     tree = description.tree
     names, layout, values = [], [], []
     link_values = []
-    for k, joint in enumerate(tree):
-        inertial = joint.inertial
+    floating = description.floating_base
+    bodies = ([(-1, floating.inertial)] if floating is not None else []) + [(k, j.inertial) for k, j in enumerate(tree)]
+    for k, inertial in bodies:
         value = barycentric(inertial.mass, inertial.com, inertial.inertia)
         for child in tree:  # rotors riding on this link: mass and transverse inertia move with it
             rotor = child.rotor
@@ -125,6 +126,10 @@ def _parameter_values(description: RobotDescription) -> tuple[list[str], list, l
             transverse = rotor.transverse_inertia * (sp.eye(3) - axis * axis.T)
             value = [a + b for a, b in zip(value, barycentric(rotor.mass, centre, transverse))]
         link_values.append(value)
+    if floating is not None:  # the base is body 0 (Khalil's numbering): its parameters are XX0 ... M0
+        layout.append(("link", floating.link_name, 0, 10))
+        names += [f"{stem}0" for stem in LINK_PARAMETERS]
+        values += link_values.pop(0)
     for k, joint in enumerate(tree):
         layout.append(("link", joint.link_name, len(names), len(names) + 10))
         names += [f"{stem}{k + 1}" for stem in LINK_PARAMETERS]
@@ -145,16 +150,27 @@ def _parameter_values(description: RobotDescription) -> tuple[list[str], list, l
     return names, layout, [sp.expand(v) for v in values]
 
 
-def _regressor_pass(description: RobotDescription, program: Program, q, qd, qdr, qddr) -> sp.Matrix:
+def _regressor_pass(description: RobotDescription, program: Program, q, qd, qdr, qddr, base=None) -> sp.Matrix:
     """Y over the tree's joints (rows) and π (columns): f = I a_r + B(I, v) v_r per body, carried to
-    every joint it loads. With qdr = qd and qddr = qdd this is the inverse-dynamics regressor."""
+    every joint it loads. With qdr = qd and qddr = qdd this is the inverse-dynamics regressor.
+
+    ``base``: a floating base's (q, v, v_r, a_r) coordinates (q: position and quaternion; the others its six
+    velocity coordinates, linear then angular, base frame). Its body comes first in π and its six rows (force,
+    then moment, base frame) first in Y: every body's wrench is carried to it, and gravity is the base's
+    acceleration −Rᵀg."""
     let_v = program.vector
     tree = description.tree
     n = len(tree)
-    gravity = sp.Matrix(description.base)[:3, :3].T * sp.Matrix(description.gravity)
+    off = 6 if base is not None else 0
+    first = 10 if base is not None else 0  # the first joint body's column
+    if base is None:
+        gravity = sp.Matrix(description.base)[:3, :3].T * sp.Matrix(description.gravity)
+    else:
+        rotation = program.matrix(geometry.quaternion_rotation(*base[0][3:7]))
+        gravity = let_v(rotation.T * sp.Matrix(description.gravity))
     rotor_joints = [k for k, joint in enumerate(tree) if joint.rotor is not None]
-    p = 10 * n + len(rotor_joints) + 2 * n
-    Y = sp.zeros(n, p)
+    p = first + 10 * n + len(rotor_joints) + 2 * n
+    Y = sp.zeros(off + n, p)
 
     local, subspace = [], []
     for joint in tree:
@@ -193,10 +209,16 @@ def _regressor_pass(description: RobotDescription, program: Program, q, qd, qdr,
 
     zero = sp.zeros(6, 1)
     base_acceleration = sp.Matrix([0, 0, 0, *(-gravity)])
+    root_v = root_vr = zero
+    if base is not None:  # spatial vectors are (angular; linear): the base's coordinates are (linear, angular)
+        _, v_b, vr_b, ar_b = base
+        root_v = let_v([*v_b[3:6], *v_b[0:3]])
+        root_vr = root_v if vr_b is v_b else let_v([*vr_b[3:6], *vr_b[0:3]])
+        base_acceleration = let_v([*ar_b[3:6], *(sp.Matrix(ar_b[0:3]) - gravity)])
     velocity, velocity_r, acceleration_r = [], [], []
     for i, joint in enumerate(tree):
         if joint.parent < 0:
-            v_p, vr_p, ar_p = zero, zero, to_child(i, base_acceleration)
+            v_p, vr_p, ar_p = to_child(i, root_v), to_child(i, root_vr), to_child(i, base_acceleration)
         else:
             v_p, vr_p, ar_p = (to_child(i, velocity[joint.parent]), to_child(i, velocity_r[joint.parent]),
                                to_child(i, acceleration_r[joint.parent]))
@@ -206,19 +228,30 @@ def _regressor_pass(description: RobotDescription, program: Program, q, qd, qdr,
         velocity_r.append(v_r)
         acceleration_r.append(let_v(ar_p + subspace[i] * qddr[i] + motion_cross(v) * subspace[i] * qdr[i]))
 
+    def on_base(columns: list[sp.Matrix], start: int) -> None:
+        """A floating base's rows: the wrench on it (base frame) as force, then moment."""
+        for c, column in enumerate(columns):
+            for k in range(6):
+                Y[k, start + c] = program.let(Y[k, start + c] + column[BASE_TO_SPATIAL[k]])
+
     def carry(link: int, columns: list[sp.Matrix], start: int) -> None:
-        """Add S_jᵀ (columns carried to j) to row j of Y for ``link`` and each of its ancestors."""
+        """Add S_jᵀ (columns carried to j) to row j of Y for ``link`` and each of its ancestors (and the
+        floating base's rows)."""
         j = link
         while True:
             for c, column in enumerate(columns):
-                Y[j, start + c] = program.let(Y[j, start + c] + (subspace[j].T * column)[0, 0])
-            if tree[j].parent < 0:
-                return
+                Y[off + j, start + c] = program.let(Y[off + j, start + c] + (subspace[j].T * column)[0, 0])
             columns = [to_parent(j, column) for column in columns]
+            if tree[j].parent < 0:
+                if base is not None:
+                    on_base(columns, start)
+                return
             j = tree[j].parent
 
+    if base is not None:
+        on_base(wrench_block(root_v, root_vr, base_acceleration), 0)
     for i in range(n):
-        carry(i, wrench_block(velocity[i], velocity_r[i], acceleration_r[i]), 10 * i)
+        carry(i, wrench_block(velocity[i], velocity_r[i], acceleration_r[i]), first + 10 * i)
 
     for r, i in enumerate(rotor_joints):
         joint, rotor = tree[i], tree[i].rotor
@@ -228,7 +261,7 @@ def _regressor_pass(description: RobotDescription, program: Program, q, qd, qdr,
         psi = let_v(rotor.gear_ratio * sp.Matrix([*axis, *centre.cross(axis)]))  # parent coordinates
         parent = joint.parent
         if parent < 0:
-            v_p, vr_p, ar_p = zero, zero, base_acceleration
+            v_p, vr_p, ar_p = root_v, root_vr, base_acceleration
         else:
             v_p, vr_p, ar_p = velocity[parent], velocity_r[parent], acceleration_r[parent]
         v_m = let_v(v_p + psi * qd[i])
@@ -236,15 +269,17 @@ def _regressor_pass(description: RobotDescription, program: Program, q, qd, qdr,
         a_mr = let_v(ar_p + psi * qddr[i] + motion_cross(v_p) * psi * qdr[i])
         spin = sp.Matrix(barycentric(0, sp.zeros(3, 1), axis * axis.T))  # unit spin inertia about its axis
         (column,) = wrench_block(v_m, v_mr, a_mr, spin)
-        index = 10 * n + r
-        Y[i, index] = program.let(Y[i, index] + (psi.T * column)[0, 0])
+        index = first + 10 * n + r
+        Y[off + i, index] = program.let(Y[off + i, index] + (psi.T * column)[0, 0])
         if parent >= 0:
             carry(parent, [column], index)
+        elif base is not None:
+            on_base([column], index)
 
-    friction_start = 10 * n + len(rotor_joints)
+    friction_start = first + 10 * n + len(rotor_joints)
     for i in range(n):
-        Y[i, friction_start + i] = qd[i]
-        Y[i, friction_start + n + i] = sp.sign(qd[i])
+        Y[off + i, friction_start + i] = qd[i]
+        Y[off + i, friction_start + n + i] = sp.sign(qd[i])
     return Y
 
 
@@ -256,26 +291,38 @@ def derive_regressor(description: RobotDescription, simplify: bool = True,
     start = time.perf_counter()
     say = progress or (lambda message: None)
     n_model = description.n
-    q, qd, qdd, _, _ = model_symbols(n_model)
+    floating = description.floating_base is not None
+    off = 6 if floating else 0
+    q, qd, qdd, _, _ = model_symbols(n_model, floating)
     qdr = sp.symbols(f"qdr1:{n_model + 1}", real=True)
     qddr = sp.symbols(f"qddr1:{n_model + 1}", real=True)
+    if floating:
+        qdr, qddr = sp.symbols("qdrb1:7", real=True) + qdr, sp.symbols("qddrb1:7", real=True) + qddr
     coupling = Coupling(description)
     program = Program(prefix="y")
-    tree_q = coupling.positions(q)
+    tree_q = coupling.positions(q[len(q) - n_model:])
 
     def projected(rows: sp.Matrix) -> sp.Matrix:
         if coupling.identity:
             return rows
-        out = sp.zeros(n_model, rows.cols)
+        out = sp.zeros(off + n_model, rows.cols)
+        out[:off, :] = rows[:off, :]
         for c in range(rows.cols):
-            out[:, c] = coupling.vector(list(rows[:, c])).applyfunc(program.let)
+            out[off:, c] = coupling.vector(list(rows[off:, c])).applyfunc(program.let)
         return out
 
+    def base(velocity, reference, acceleration):
+        if not floating:
+            return None
+        own = velocity[:6]
+        return q[:7], own, own if reference is velocity else reference[:6], acceleration[:6]
+
     # The friction columns of a coupled joint see its own rate: G q̇ enters Y through qd (tree rates).
-    rates = coupling.rates(qd)
-    Y = projected(_regressor_pass(description, program, tree_q, rates, rates, coupling.rates(qdd)))
-    Y_sl = projected(_regressor_pass(description, program, tree_q, rates, coupling.rates(qdr),
-                                     coupling.rates(qddr)))
+    rates = coupling.rates(qd[off:])
+    Y = projected(_regressor_pass(description, program, tree_q, rates, rates, coupling.rates(qdd[off:]),
+                                  base(qd, qd, qdd)))
+    Y_sl = projected(_regressor_pass(description, program, tree_q, rates, coupling.rates(qdr[off:]),
+                                     coupling.rates(qddr[off:]), base(qd, qdr, qddr)))
     names, layout, values = _parameter_values(description)
     say(f"  regressor: {len(names)} dynamic parameters, {len(program.definitions)} intermediate values "
         f"({time.perf_counter() - start:.2f} s)")
@@ -327,8 +374,16 @@ def _evaluator(description, Y: sp.Matrix, definitions, inputs):
 
 
 def _random_states(description, count: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Joint angles in [-π, π], rates and accelerations in [-2, 2]; a floating base at a random position and
+    a random unit quaternion."""
     n = description.n
-    return (rng.uniform(-np.pi, np.pi, (count, n)), rng.uniform(-2, 2, (count, n)), rng.uniform(-2, 2, (count, n)))
+    if description.floating_base is None:
+        return (rng.uniform(-np.pi, np.pi, (count, n)), rng.uniform(-2, 2, (count, n)),
+                rng.uniform(-2, 2, (count, n)))
+    quaternion = rng.normal(size=(count, 4))
+    q = np.hstack([rng.uniform(-1, 1, (count, 3)), quaternion / np.linalg.norm(quaternion, axis=1, keepdims=True),
+                   rng.uniform(-np.pi, np.pi, (count, n))])
+    return q, rng.uniform(-2, 2, (count, n + 6)), rng.uniform(-2, 2, (count, n + 6))
 
 
 def _random_parameters(description, rng) -> np.ndarray:
@@ -382,6 +437,14 @@ def base_parameters(description, Y, definitions, inputs, names, layout, seed: in
         independent, _ = _independent_columns(np.vstack(stacks))
     dependent = [j for j in range(p) if j not in independent]
     geometric = _parameters_in(Y, definitions, description)
+    # A floating base sees gravity as an acceleration of the base (v̇ − Rᵀg): the regressor's column space, and
+    # with it K, does not depend on g; the structural check below (_verify) samples g too.
+    fixed = {}
+    if description.floating_base is not None:
+        gravity = set().union(*(sp.sympify(g).free_symbols for g in description.gravity))
+        defaults = {p.symbol: p.default for p in description.parameters}
+        fixed = {symbol: _exact(sp.sympify(defaults[symbol])) for symbol in geometric if symbol in gravity}
+        geometric = [symbol for symbol in geometric if symbol not in fixed]
 
     def numeric_beta(W):
         """β of the dependent columns, entries that contribute less than 1e-9 of a column zeroed."""
@@ -406,7 +469,7 @@ def base_parameters(description, Y, definitions, inputs, names, layout, seed: in
             beta = []
         elif geometric:
             beta = _exact_combinations(description, Y, definitions, inputs, independent, dependent,
-                                       numeric_beta(stacks[0]), rng)
+                                       numeric_beta(stacks[0]), rng, fixed)
         else:
             beta = _precise_combinations(evaluate, description, independent, dependent, numeric_beta(stacks[0]), rng)
     except _NotExact:
@@ -462,26 +525,43 @@ _CIRCLE = [(sp.Rational(3, 5), sp.Rational(4, 5)), (sp.Rational(5, 13), sp.Ratio
            (sp.Rational(20, 29), sp.Rational(21, 29)), (sp.Rational(12, 37), sp.Rational(35, 37))]
 
 
-def _exact_combinations(description, Y, definitions, inputs, independent, dependent, beta_numeric, rng):
+#: Unit quaternions with rational coordinates: (a, b, c, d) / e with a² + b² + c² + d² = e².
+_QUATERNIONS = [tuple(sp.Rational(k, e) for k in ks) for ks, e in
+                (((1, 2, 2, 4), 5), ((2, 4, 5, 6), 9), ((2, 3, 6, 0), 7), ((1, 2, 4, 10), 11), ((2, 5, 6, 8), 13))]
+
+
+def _exact_combinations(description, Y, definitions, inputs, independent, dependent, beta_numeric, rng,
+                        fixed: dict | None = None):
     """β of each dependent column as exact expressions in the description's parameters.
 
     Only the independent columns that the numerical β uses take part (a few per dependent column);
     Y is evaluated exactly at states whose sines and cosines are rational, with the parameters
-    symbolic, and the small square system is solved by fraction-free elimination."""
+    symbolic (but those in ``fixed``, set to its values), and the small square system is solved by fraction-free
+    elimination."""
+    fixed = fixed or {}
     q, qd, qdd = inputs
-    n = len(q)
+    floating = description.floating_base is not None
     rows_needed = max(np.count_nonzero(beta_numeric, axis=0).max(initial=0), 1)
     states = []
     for s in range(rows_needed + 3):  # enough equations even where a column appears in one row per state
-        values = {}
-        for i in range(n):
+        values = dict(fixed)
+        joints = q[7:] if floating else q
+        if floating:  # a rational position and a rational unit quaternion (a Pythagorean quintuple)
+            quaternion = list(_QUATERNIONS[int(rng.integers(len(_QUATERNIONS)))])
+            rng.shuffle(quaternion)
+            for k in range(3):
+                values[q[k]] = sp.Rational(int(rng.integers(-9, 10)), 7)
+            for k in range(4):
+                values[q[3 + k]] = (1 if rng.random() < 0.5 else -1) * quaternion[k]
+        for symbol in joints:
             cos_, sin_ = _CIRCLE[int(rng.integers(len(_CIRCLE)))]
             sign_c, sign_s = (1 if rng.random() < 0.5 else -1), (1 if rng.random() < 0.5 else -1)
-            values[sp.cos(q[i])] = sign_c * cos_
-            values[sp.sin(q[i])] = sign_s * sin_
-            values[q[i]] = sp.Rational(int(rng.integers(-9, 10)), 7)
-            values[qd[i]] = sp.Rational(int(rng.integers(-9, 10)), 5)
-            values[qdd[i]] = sp.Rational(int(rng.integers(-9, 10)), 3)
+            values[sp.cos(symbol)] = sign_c * cos_
+            values[sp.sin(symbol)] = sign_s * sin_
+            values[symbol] = sp.Rational(int(rng.integers(-9, 10)), 7)
+        for rate, acceleration in zip(qd, qdd):
+            values[rate] = sp.Rational(int(rng.integers(-9, 10)), 5)
+            values[acceleration] = sp.Rational(int(rng.integers(-9, 10)), 3)
         states.append(values)
     columns = sorted(set(independent) | set(dependent))
     needed = needed_definitions(list(definitions), [Y[r, c] for r in range(Y.rows) for c in columns])

@@ -41,11 +41,13 @@ def _load(args):
 
 
 def _load_for_identification(args):
-    """_load, refusing a floating base: its regressor is not built yet (docs/floating_base.md)."""
+    """_load, refusing a floating base: the commands plan and fit joint trajectories of a fixed base."""
     robot = _load(args)
     if getattr(robot, "is_floating_base", False):
-        raise ValueError(f"{robot.name} has a floating base: identification needs its regressor, which is not built "
-                         "for floating bases yet (docs/floating_base.md)")
+        raise ValueError(f"{robot.name} has a floating base: excite, measure and identify plan and fit joint "
+                         "trajectories of a fixed base (a legged robot's excitation needs contacts and its base rows "
+                         "force measurements); its regressor is compiled: fit robot.base_regressor(q, v, a) "
+                         "directly (docs/floating_base.md)")
     return robot
 
 
