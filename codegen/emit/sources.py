@@ -110,9 +110,10 @@ class _Block:
 
 def _schedule(values: list, outputs: list) -> list:
     """The statements in an order that keeps few values alive: each output as soon as what it reads is known
-    (outputs taken in that order), and each intermediate just before its first use (depth first). A long
-    routine written all intermediates first, outputs last, keeps thousands of values alive at once, and the
-    C compiler's register allocation then takes most of the build (Solo12's derivatives: 12 s of 13)."""
+    (outputs taken in that order), and each intermediate just before its first use (depth first). Written all
+    intermediates first, outputs last, a long routine keeps thousands of values alive at once, which GCC's
+    register allocation pays for: Solo12's C compiles in 1.3 s instead of 2.6 s. (Its derivative kernels,
+    whose outputs read values shared across the whole routine, still spend 70% of 12 s there.)"""
     position = {symbol: k for k, (symbol, _) in enumerate(values)}
     reads = {symbol: sorted((s for s in value.free_symbols if s in position), key=position.__getitem__)
              for symbol, value in values}

@@ -442,8 +442,7 @@ def base_parameters(description, Y, definitions, inputs, names, layout, seed: in
     fixed = {}
     if description.floating_base is not None:
         gravity = set().union(*(sp.sympify(g).free_symbols for g in description.gravity))
-        defaults = {p.symbol: p.default for p in description.parameters}
-        fixed = {symbol: _exact(sp.sympify(defaults[symbol])) for symbol in geometric if symbol in gravity}
+        fixed = {symbol: _exact(sp.sympify(description.defaults[symbol])) for symbol in geometric if symbol in gravity}
         geometric = [symbol for symbol in geometric if symbol not in fixed]
 
     def numeric_beta(W):

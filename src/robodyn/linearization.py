@@ -86,7 +86,6 @@ def _require_derivatives(robot) -> None:
 
 def _continuous(robot, q, qd, tau):
     n = q.size
-    _require_derivatives(robot)
     d_q, d_qd, m_inv = forward_dynamics_derivatives(robot, q, qd, tau)
     A = np.zeros((2 * n, 2 * n))
     A[:n, n:] = np.eye(n)
@@ -214,7 +213,7 @@ def _linearize_floating(robot, q, v, tau, dt):
         return A, B
 
     def acceleration(omega, velocity):
-        """v̇ at q ⊕ Ω and its Jacobians in (δ, v0-independent) terms: ∂/∂δ (δ moves q), ∂/∂Ω, ∂/∂velocity, ∂/∂τ."""
+        """(v̇ at q ⊕ Ω, ∂v̇/∂δ (δ moves the step's start q), ∂v̇/∂Ω, ∂v̇/∂velocity, ∂v̇/∂τ = M⁻¹)."""
         point = robot.integrate(q, omega)
         a = robot.forward_dynamics(point, velocity, tau)
         d_q, d_v, m_inv = robot.forward_dynamics_derivatives(point, velocity, tau)
