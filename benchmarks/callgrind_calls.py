@@ -79,8 +79,13 @@ def cases(robot, table=None, only=None) -> list[dict]:
         return arrays[0] if len(arrays) == 1 else arrays
 
     def arguments(routine, rows: int):
-        return [rng.uniform(-1.0, 1.0, ((rows,) if rows else ()) + (_size(a.size, dims),))
-                for a in routine.arguments if not a.optional]
+        values = [rng.uniform(-1.0, 1.0, ((rows,) if rows else ()) + (_size(a.size, dims),))
+                  for a in routine.arguments if not a.optional]
+        if robot.is_floating_base:  # a floating base's configurations carry a unit quaternion
+            for a, value in zip([a for a in routine.arguments if not a.optional], values):
+                if a.size == "nq":
+                    value[..., 3:7] /= np.linalg.norm(value[..., 3:7], axis=-1, keepdims=True)
+        return values
 
     for routine in table:
         if routine.name not in available:

@@ -42,3 +42,62 @@ def test_a_squared_divisor_is_parenthesised():
 def test_a_symbol_without_a_c_name_is_refused():
     with pytest.raises(UnprintableError):
         RobotCPrinter({X: "x"}).expression(X + Y)
+
+
+def _compiled_trig(tmp_path, flags: tuple[str, ...]):
+    """The printer's rd_sin and rd_cos compiled alone (the compiler Python builds extensions with), as
+    numpy functions over arrays."""
+    import ctypes
+    import shlex
+    import subprocess
+    import sysconfig
+
+    import numpy as np
+
+    from codegen.emit.printer import TRIG_FUNCTIONS
+
+    source = tmp_path / "trig.c"
+    source.write_text("#include <math.h>\n" + TRIG_FUNCTIONS
+                      + "void both(const double *x, double *s, double *c, long n)\n"
+                        "{ for (long i = 0; i < n; i++) { s[i] = rd_sin(x[i]); c[i] = rd_cos(x[i]); } }\n")
+    library = tmp_path / f"trig{len(flags)}.so"
+    compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
+    result = subprocess.run([*compiler, "-O2", "-fno-math-errno", "-fPIC", "-shared", *flags, str(source), "-o",
+                             str(library), "-lm"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    both = ctypes.CDLL(str(library)).both
+    pointer = ctypes.POINTER(ctypes.c_double)
+
+    def evaluate(x):
+        x = np.ascontiguousarray(x, dtype=float)
+        s, c = np.empty_like(x), np.empty_like(x)
+        both(x.ctypes.data_as(pointer), s.ctypes.data_as(pointer), c.ctypes.data_as(pointer), ctypes.c_long(x.size))
+        return s, c
+    return evaluate
+
+
+@pytest.mark.parametrize("flags", [(), ("-march=x86-64-v3",)], ids=["baseline", "x86-64-v3"])
+def test_inline_sin_cos_within_two_ulps_of_a_120_bit_reference(tmp_path, flags):
+    import platform
+
+    import mpmath
+    import numpy as np
+
+    if flags and platform.machine() != "x86_64":
+        pytest.skip("x86-64-v3 is an x86-64 target")
+    evaluate = _compiled_trig(tmp_path, flags)
+    rng = np.random.default_rng(3)
+    small = np.concatenate([rng.uniform(-7, 7, 4000), np.arange(-40, 41) * np.pi / 4, [0.0, -0.0, 1e-300, 5e-324,
+                                                                                       1e-8, np.pi / 4]])
+    large = np.concatenate([rng.uniform(-1e5, 1e5, 1500), [99999.99, -99999.99, 1e5, -1e5, 3.0e8, -1e300]])
+    with mpmath.workprec(120):
+        for x, limit in ((small, 1), (large, 2)):
+            s, c = evaluate(x)
+            for values, function in ((s, mpmath.sin), (c, mpmath.cos)):
+                reference = np.array([float(function(mpmath.mpf(float(v)))) for v in x])
+                ulps = np.abs(values - reference) / np.spacing(np.abs(reference))
+                assert ulps.max() <= limit, x[np.argmax(ulps)]
+    s, c = evaluate(np.array([0.0, -0.0]))
+    assert list(s) == [0.0, 0.0] and list(c) == [1.0, 1.0]  # the sign of sin(-0) is not kept
+    s, c = evaluate(np.array([np.inf, -np.inf, np.nan]))
+    assert np.isnan(s).all() and np.isnan(c).all()

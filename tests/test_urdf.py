@@ -98,7 +98,7 @@ def frames(description, q) -> list[np.ndarray]:
 def numeric_dynamics(description):
     model = derive_lagrange(description, simplify=False)
     mass = sp.lambdify(model.q, model.M, "numpy")
-    gravity = sp.lambdify(model.q, model.g, "numpy")
+    gravity = sp.lambdify(model.q, model.g.xreplace(description.defaults), "numpy")  # gravity at its defaults
     return (lambda q: np.array(mass(*q), dtype=float)), (lambda q: np.array(gravity(*q), dtype=float).ravel())
 
 def assert_equivalent(first, second, states):
@@ -122,12 +122,13 @@ def test_rr_matches_closed_form():
     description = parse_urdf_file(URDFS / "rr.urdf")
     assert description.name == "rr"
     assert description.summary == "from URDF rr.urdf"
-    assert description.parameters == ()
+    assert [p.name for p in description.parameters] == ["gravity_x", "gravity_y", "gravity_z"]  # settable gravity
+    assert [p.default for p in description.parameters] == [0.0, 0.0, -9.81]
     assert [j.name for j in description.joints] == ["shoulder", "elbow"]
     assert [j.parent for j in description.joints] == [-1, 0]
     assert [j.kind for j in description.joints] == ["revolute", "revolute"]
     assert [j.link_name for j in description.joints] == ["upper", "fore"]
-    assert description.gravity == sp.ImmutableMatrix([0, 0, sp.Rational(-981, 100)])
+    assert description.gravity == sp.ImmutableMatrix([p.symbol for p in description.parameters])
     assert description.tool == sp.eye(4) and description.base == sp.eye(4)
     shoulder, elbow = description.joints
     assert elbow.axis == sp.ImmutableMatrix([0, -1, 0])  # normalised from 0 -2 0

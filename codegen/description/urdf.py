@@ -46,8 +46,9 @@ What becomes of a URDF:
   the Rational it spells (``0.1`` -> 1/10); an angle that is a double within
   4 ulps of a multiple of pi/12 (such as ``1.5707963267948966``) becomes that
   exact multiple of pi, so that its sine and cosine are exact;
-* gravity is ``[0, 0, -9.81]``, the tool is the identity on the link of the
-  last joint.
+* gravity is ``[0, 0, -9.81]``, settable at run time through the parameters
+  ``gravity_x``, ``gravity_y``, ``gravity_z``; the tool is the identity on the
+  link of the last joint.
 """
 
 from __future__ import annotations
@@ -631,12 +632,11 @@ def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | Non
     parameters: tuple[Parameter, ...] = ()
     if runtime_parameters:
         tree, parameters = _parameterise(tree)
-    gravity = GRAVITY
-    if floating:  # free flight, other planets, a tilted set-up: gravity settable at run time
-        gravity_parameters = tuple(Parameter(f"gravity_{axis}", float(value), sp.Symbol(f"gravity_{axis}", real=True))
-                                   for axis, value in zip("xyz", GRAVITY))
-        parameters += gravity_parameters
-        gravity = sp.ImmutableMatrix([p.symbol for p in gravity_parameters])
+    # Free flight, other planets, a tilted set-up: gravity is settable at run time (a URDF does not state it).
+    gravity_parameters = tuple(Parameter(f"gravity_{axis}", float(value), sp.Symbol(f"gravity_{axis}", real=True))
+                               for axis, value in zip("xyz", GRAVITY))
+    parameters += gravity_parameters
+    gravity = sp.ImmutableMatrix([p.symbol for p in gravity_parameters])
 
     tool_link, tool_frame = -1, sp.eye(4)
     if tool is not None:

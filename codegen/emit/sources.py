@@ -29,7 +29,7 @@ from robodyn._version import __version__
 
 from ..model.program import needed_definitions
 from ..model.routines import DerivativeSolve, Expressions, RoutineDefinition, RoutineSet, TreeSolve, dimensions
-from .printer import RobotCPrinter, count_operations, fold_constants
+from .printer import TRIG_FUNCTIONS, RobotCPrinter, count_operations, fold_constants
 
 
 @dataclass(frozen=True)
@@ -249,11 +249,37 @@ def _quaternion_guard(definition: RoutineDefinition, routines: RoutineSet) -> li
             "    }"]
 
 
+#: The routines that use the base parameters: they fail when gravity is tilted away from the direction those
+#: were derived for (BaseParameters.gravity).
+_BASE_PARAMETER_ROUTINES = ("base_regressor", "slotine_li_regressor")
+
+
+def _gravity_guard(definition: RoutineDefinition, routines: RoutineSet, block: "_Block") -> list[str]:
+    """Where the base parameters hold only for gravity parallel to the default (BaseParameters.gravity), the
+    routines built on them fail for any other direction instead of returning a regressor that no longer
+    reproduces the torques. Parallel within 1e-9 (relative), either sense, or zero, passes."""
+    regressor = routines.model.regressor
+    if (definition.routine.name not in _BASE_PARAMETER_ROUTINES or regressor is None
+            or regressor.base.gravity is None):
+        return []
+    printer = RobotCPrinter({symbol: name for symbol, name in block.names.items() if name.startswith("p[")})
+    g = [printer.expression(fold_constants(sp.sympify(value))) for value in routines.model.description.gravity]
+    g0 = [repr(float(v)) for v in regressor.base.gravity]
+    norm2 = repr(float(sum(float(v) ** 2 for v in regressor.base.gravity)))
+    return [f"    /* The base parameters were derived for gravity along ({', '.join(g0)}): another direction fails. */",
+            "    {",
+            f"        const double gx = {g[0]}, gy = {g[1]}, gz = {g[2]};",
+            f"        const double cx = gy * {g0[2]} - gz * {g0[1]}, cy = gz * {g0[0]} - gx * {g0[2]}, "
+            f"cz = gx * {g0[1]} - gy * {g0[0]};",
+            f"        if (!(cx * cx + cy * cy + cz * cz <= 1e-18 * (gx * gx + gy * gy + gz * gz) * {norm2})) return -1;",
+            "    }"]
+
+
 def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str], int, float]:
     """C statements of one routine, its operation count and its CSE time."""
     routine, value = definition.routine, definition.value
     block = _Block(definition, routines)
-    lines: list[str] = _quaternion_guard(definition, routines)
+    lines: list[str] = _quaternion_guard(definition, routines) + _gravity_guard(definition, routines, block)
     outputs = _output_names(definition)
     if isinstance(value, (TreeSolve, DerivativeSolve)):
         solve = value.solve if isinstance(value, DerivativeSolve) else value
@@ -516,6 +542,7 @@ def _identification_metadata(model) -> dict:
         "base_known_zero": list(r.base.known_zero),
         "base_symbolic": r.base.symbolic,
         "base_at_defaults_only": r.base.defaults_only,
+        "base_gravity": None if r.base.gravity is None else list(r.base.gravity),
     }}
 
 
@@ -670,6 +697,7 @@ def emit(routines: RoutineSet) -> GeneratedSources:
             "#include <math.h>",
             f'#include "{prefix}_dynamics.h"',
             "",
+            *([TRIG_FUNCTIONS] if any("rd_sin(" in line or "rd_cos(" in line for line in body) else []),
             *zeros,
             *([""] if zeros else []),
             "/* The routine, in the uniform signature of the runtime's table (robodyn_abi.h). */",

@@ -54,6 +54,10 @@ class BaseParameters:
     symbolic: bool  # whether K depends on the description's parameters
     defaults_only: bool  # K found at the parameter defaults only (exact states did not reduce Y to numbers)
     seconds: float
+    # The default gravity (x, y, z) when K holds only for gravity parallel to it (a fixed base whose
+    # gravity can be tilted at run time: a first axis along gravity hides its link's first moments, which
+    # a tilt shows); None when K holds for any gravity the parameters can set.
+    gravity: tuple[float, float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -437,13 +441,13 @@ def base_parameters(description, Y, definitions, inputs, names, layout, seed: in
         independent, _ = _independent_columns(np.vstack(stacks))
     dependent = [j for j in range(p) if j not in independent]
     geometric = _parameters_in(Y, definitions, description)
-    # A floating base sees gravity as an acceleration of the base (v̇ − Rᵀg): the regressor's column space, and
-    # with it K, does not depend on g; the structural check below (_verify) samples g too.
-    fixed = {}
-    if description.floating_base is not None:
-        gravity = set().union(*(sp.sympify(g).free_symbols for g in description.gravity))
-        fixed = {symbol: _exact(sp.sympify(description.defaults[symbol])) for symbol in geometric if symbol in gravity}
-        geometric = [symbol for symbol in geometric if symbol not in fixed]
+    # K is found at the default gravity. Y is linear in g and a dependency of Y's columns holds for every q, q̇,
+    # q̈, so it holds for every multiple of g too; _verify samples its magnitude, _gravity_restriction its
+    # direction (a floating base sees g as its own acceleration v̇ − Rᵀg: any direction keeps K).
+    gravity = set().union(*(sp.sympify(g).free_symbols for g in description.gravity)) - _symbols_beyond_gravity(
+        description)
+    fixed = {symbol: _exact(sp.sympify(description.defaults[symbol])) for symbol in geometric if symbol in gravity}
+    geometric = [symbol for symbol in geometric if symbol not in fixed]
 
     def numeric_beta(W):
         """β of the dependent columns, entries that contribute less than 1e-9 of a column zeroed."""
@@ -484,6 +488,7 @@ def base_parameters(description, Y, definitions, inputs, names, layout, seed: in
             # Exact binary fractions of URDF numbers: as doubles (exact to rounding) in the C code.
             K[row, column] = sp.Float(value, 17) if isinstance(value, sp.Rational) and value.q > 10**9 else value
     _verify(description, evaluate, K, independent, rng, defaults_only)
+    restriction = _gravity_restriction(description, evaluate, K, independent, rng)
 
     base_names, expressions = [], []
     symbols = sp.symbols(" ".join(names), real=True) if len(names) > 1 else (sp.Symbol(names[0], real=True),)
@@ -495,7 +500,7 @@ def base_parameters(description, Y, definitions, inputs, names, layout, seed: in
     known_zero = tuple(row for row in range(len(independent))
                        if all(K[row, j] == 0 or j in zeros for j in range(p)))
     return BaseParameters(tuple(independent), tuple(base_names), sp.ImmutableMatrix(K), tuple(expressions),
-                          known_zero, symbolic, defaults_only, time.perf_counter() - start)
+                          known_zero, symbolic, defaults_only, time.perf_counter() - start, restriction)
 
 
 def _parameters_in(Y, definitions, description) -> list[sp.Symbol]:
@@ -706,6 +711,56 @@ def _verify(description, evaluate, K: sp.Matrix, independent, rng, defaults_only
         if residual > 1e-9 * scale:
             raise RuntimeError(f"base parameters: Y - Y_base K = {residual:.2e} (scale {scale:.2e}) at random "
                                "values of the description's parameters; the dependencies found are not structural")
+
+
+def _symbols_beyond_gravity(description) -> set:
+    """The description's symbols outside its gravity (geometry, inertia, friction, gear ratios): a gravity
+    g0/(a1 + a2) may be fixed at its default to find K, but its a1 and a2 may not."""
+    import dataclasses
+
+    found: set = set()
+    pending: list = [getattr(description, field.name) for field in dataclasses.fields(description)
+                     if field.name not in ("parameters", "gravity")]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, sp.Basic):
+            found |= item.free_symbols
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            pending += [getattr(item, field.name) for field in dataclasses.fields(item)]
+        elif isinstance(item, (tuple, list)):
+            pending += list(item)
+        elif isinstance(item, dict):
+            pending += list(item.keys()) + list(item.values())
+    return found
+
+
+def _gravity_restriction(description, evaluate, K: sp.Matrix, independent, rng) -> tuple[float, float, float] | None:
+    """The default gravity when the parameters can tilt gravity and K then fails (Y ≠ Y_base K), else None.
+
+    The gravity's parameters are drawn anywhere in ±2 max(|default|, 1) (a zero default too, unlike
+    _random_parameters), the others at their defaults."""
+    gravity = sp.Matrix(description.gravity)
+    symbols = set().union(*(g.free_symbols for g in gravity))
+    if not symbols:
+        return None
+    parameters = [p.symbol for p in description.parameters]
+    default = np.array([float(p.default) for p in description.parameters], dtype=float)
+    g0 = np.array([float(g) for g in gravity.xreplace(description.defaults)], dtype=float)
+    g_of = sp.lambdify([parameters], list(gravity), "numpy")
+    K_function = sp.lambdify([parameters], K, "numpy")
+    for _ in range(3):
+        params = default.copy()
+        for k, symbol in enumerate(parameters):
+            if symbol in symbols:
+                params[k] = rng.uniform(-2, 2) * max(abs(default[k]), 1.0)
+        g = np.array(g_of(params), dtype=float)
+        if np.linalg.norm(np.cross(g, g0)) <= 1e-6 * np.linalg.norm(g) * np.linalg.norm(g0):
+            continue  # this draw did not tilt gravity (a magnitude-only parameter such as g0)
+        W = evaluate(*_random_states(description, 8, rng), params)
+        residual = np.abs(W - W[:, :, independent] @ np.asarray(K_function(params), dtype=float)).max()
+        if residual > 1e-9 * max(np.abs(W).max(), 1e-300):
+            return tuple(float(v) for v in g0)
+    return None
 
 
 __all__ = ["Regressor", "BaseParameters", "derive_regressor", "LINK_PARAMETERS", "PARAMETER_LAYOUT", "barycentric"]

@@ -354,6 +354,15 @@ class Robot(RobotCore):
         return tuple(info["base_names"][i] for i in info.get("base_known_zero", ()))
 
     @property
+    def base_parameter_gravity(self) -> tuple[float, float, float] | None:
+        """The gravity (x, y, z) the base parameters were derived for, when they hold only for gravity parallel
+        to it: a fixed base whose first axis is along gravity cannot see its link's first moments, which a
+        tilted gravity shows. ``base_regressor`` and ``slotine_li_regressor`` then raise for another direction
+        (magnitude and sense may change). None: they hold for any gravity the parameters can set."""
+        gravity = self._identification().get("base_gravity")
+        return None if gravity is None else tuple(float(v) for v in gravity)
+
+    @property
     def base_parameter_columns(self) -> tuple[int, ...]:
         """Indices of the base parameters among the dynamic parameters (the regressor's kept columns)."""
         return tuple(int(c) for c in self._identification()["base_columns"])

@@ -116,6 +116,9 @@ def _size(size: str, dims: dict[str, int]) -> int:
     return int(size) if size.isdigit() else dims[size]
 
 
+#: Why the base-parameter routines can fail (a fixed base's base parameters can depend on gravity's direction).
+_TILTED = ("gravity, set at run time, is not parallel to the gravity the base parameters were derived for "
+           "(Robot.base_parameter_gravity); regressor() holds for any gravity")
 _Q = Argument("q", "nq", "joint positions [rad or m]; a floating base's pose first (x y z, quaternion x y z w)")
 _QD = Argument("qd", "n", "joint velocities; a floating base's first (linear, angular; base frame)")
 _QDD = Argument("qdd", "n", "joint accelerations; a floating base's first (the derivative of its velocity)")
@@ -202,12 +205,12 @@ TABLE: tuple[Routine, ...] = (
     Routine("base_regressor", "base_regressor", (_Q, _QD, _QDD),
             (Output(("n", "b"), "the independent columns of Y: Y_base @ base_parameters() = inverse dynamics"),),
             "Base regressor: the columns of Y that are linearly independent (names: base_parameter_names).",
-            "O(n^2)"),
+            "O(n^2)", failure=_TILTED),
     Routine("slotine_li_regressor", "slotine_li_regressor", (_Q, _QD, _QDR, _QDDR),
             (Output(("n", "b"), "Y_base(q, qd, qdr, qddr) @ base_parameters() = M qddr + C(q, qd) qdr + g + "
                                 "friction(qd)"),),
             "Slotine-Li regressor on the base parameters, with the Christoffel C (Mdot - 2C skew): the model "
-            "of adaptive control.", "O(n^2)"),
+            "of adaptive control.", "O(n^2)", failure=_TILTED),
     Routine("dynamic_parameters", "dynamic_parameters", (),
             (Output(("p",), "the dynamic parameters at the current parameter values"),),
             "Dynamic parameters pi (the regressor's columns), from the current parameter values.", "O(n)"),
