@@ -123,3 +123,28 @@ def test_magnitude_only_gravity_keeps_base_parameters_for_any_value(cache_dir):
                                            atol=1e-12 * max(1.0, np.abs(Y).max()))
     finally:
         robot.params.reset()
+
+
+def test_base_parameters_derived_without_gravity_refuse_any_gravity(cache_dir, tmp_path):
+    """The RR arm with gravity [gx, gy, 0], default zero: without gravity the first link's first moment is
+    invisible (no base parameter of its own); any gravity shows it, so the base-parameter routines refuse
+    every nonzero gravity, and the full regressor still reproduces the torques."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "robots" / "rr.yaml").read_text()
+    text = text.replace("  g0: 9.81     # gravity [m/s^2]\n", "  gx: 0.0\n  gy: 0.0\n")
+    text = text.replace("gravity: [0, -g0, 0]", "gravity: [gx, gy, 0]")
+    path = tmp_path / "rr_free.yaml"
+    path.write_text(text)
+    robot = robodyn.load(path, cache_dir=cache_dir, verbose=False)
+    assert robot.base_parameter_gravity == (0.0, 0.0, 0.0)
+    q, qd, qdd = next(_states(robot, 1, 5))
+    K = robot.base_parameter_matrix()
+    Y = robot.regressor(q, qd, qdd)
+    np.testing.assert_allclose(robot.base_regressor(q, qd, qdd) @ K, Y, rtol=0, atol=1e-12 * np.abs(Y).max())
+    robot.params["gy"] = -9.81
+    Y = robot.regressor(q, qd, qdd)
+    np.testing.assert_allclose(Y @ robot.dynamic_parameters(), robot.inverse_dynamics(q, qd, qdd), rtol=0,
+                               atol=1e-12 * np.abs(Y).max())
+    with pytest.raises(ValueError, match="not parallel"):
+        robot.base_regressor(q, qd, qdd)

@@ -266,6 +266,9 @@ def _gravity_guard(definition: RoutineDefinition, routines: RoutineSet, block: "
     g = [printer.expression(fold_constants(sp.sympify(value))) for value in routines.model.description.gravity]
     g0 = [repr(float(v)) for v in regressor.base.gravity]
     norm2 = repr(float(sum(float(v) ** 2 for v in regressor.base.gravity)))
+    if float(norm2) == 0.0:  # derived without gravity: any gravity breaks them
+        return ["    /* The base parameters were derived without gravity: any gravity fails. */",
+                f"    if (({g[0]}) != 0.0 || ({g[1]}) != 0.0 || ({g[2]}) != 0.0) return -1;"]
     return [f"    /* The base parameters were derived for gravity along ({', '.join(g0)}): another direction fails. */",
             "    {",
             f"        const double gx = {g[0]}, gy = {g[1]}, gz = {g[2]};",

@@ -735,7 +735,8 @@ def _symbols_beyond_gravity(description) -> set:
 
 
 def _gravity_restriction(description, evaluate, K: sp.Matrix, independent, rng) -> tuple[float, float, float] | None:
-    """The default gravity when the parameters can tilt gravity and K then fails (Y ≠ Y_base K), else None.
+    """The default gravity when the parameters can tilt gravity and K then fails (Y ≠ Y_base K), else None. A
+    zero default gravity is returned as (0, 0, 0) when some gravity breaks K (any gravity then "tilts" it).
 
     The gravity's parameters are drawn anywhere in ±2 max(|default|, 1) (a zero default too, unlike
     _random_parameters), the others at their defaults."""
@@ -754,7 +755,9 @@ def _gravity_restriction(description, evaluate, K: sp.Matrix, independent, rng) 
             if symbol in symbols:
                 params[k] = rng.uniform(-2, 2) * max(abs(default[k]), 1.0)
         g = np.array(g_of(params), dtype=float)
-        if np.linalg.norm(np.cross(g, g0)) <= 1e-6 * np.linalg.norm(g) * np.linalg.norm(g0):
+        if not np.any(g0) and not np.any(g):
+            continue
+        if np.any(g0) and np.linalg.norm(np.cross(g, g0)) <= 1e-6 * np.linalg.norm(g) * np.linalg.norm(g0):
             continue  # this draw did not tilt gravity (a magnitude-only parameter such as g0)
         W = evaluate(*_random_states(description, 8, rng), params)
         residual = np.abs(W - W[:, :, independent] @ np.asarray(K_function(params), dtype=float)).max()
