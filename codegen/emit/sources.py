@@ -20,7 +20,9 @@ factorisation for the kinematic tree.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -377,11 +379,104 @@ _CLONE_MACRO = [
 ]
 
 
+#: A kernel of more operations than this is compiled as a sequence of functions of at most about this many
+#: each (``_split``): GCC's register allocation and value numbering grow faster than linearly with a function's
+#: size, and one huge straight-line function is where a large robot's build spends its time.
+_PART_OPERATIONS = 4000
+#: Values that cross from one part to a later one go through a stack array; beyond this many the kernel stays whole.
+_MAX_SPILLED = 16384
+_DECLARATION = re.compile(r"^\s*const double (\w+) = ")
+_IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _statements(lines: list[str]) -> list[list[str]]:
+    """Lines grouped into statements: a braced block (a guard, a loop) is one."""
+    groups, current, depth = [], [], 0
+    for line in lines:
+        current.append(line)
+        depth += line.count("{") - line.count("}")
+        if depth == 0:
+            groups.append(current)
+            current = []
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _split(statements: list[str]) -> tuple[list[list[str]], int] | None:
+    """The statements in parts of about _PART_OPERATIONS operations each, every value a later part reads stored
+    to ``spill`` after its definition and read back at the top of that part; and the spill size. None: one part."""
+    groups = _statements(statements)
+    parts: list[list[list[str]]] = [[]]
+    size = 0
+    for group in groups:
+        cost = sum(count_operations(line) for line in group)
+        if parts[-1] and size + cost > _PART_OPERATIONS:
+            parts.append([])
+            size = 0
+        parts[-1].append(group)
+        size += cost
+    if len(parts) < 2:
+        return None
+    defined_in: dict[str, int] = {}
+    reads: list[set[str]] = []
+    for index, part in enumerate(parts):
+        used: set[str] = set()
+        for group in part:
+            for line in group:
+                match = _DECLARATION.match(line) if len(group) == 1 else None
+                used.update(_IDENTIFIER.findall(line[match.end():] if match else line))
+                if match:
+                    defined_in[match.group(1)] = index
+        reads.append(used)
+    slots: dict[str, int] = {}
+    loads: list[list[str]] = []
+    for index, used in enumerate(reads):
+        crossing = sorted((name for name in used if defined_in.get(name, index) < index), key=lambda n: (len(n), n))
+        for name in crossing:
+            slots.setdefault(name, len(slots))
+        loads.append([f"    const double {name} = spill[{slots[name]}];" for name in crossing])
+    if len(slots) > _MAX_SPILLED:
+        return None
+    result = []
+    for index, part in enumerate(parts):
+        lines = list(loads[index])
+        for group in part:
+            lines += group
+            match = _DECLARATION.match(group[0]) if len(group) == 1 else None
+            if match and match.group(1) in slots:
+                lines.append(f"    spill[{slots[match.group(1)]}] = {match.group(1)};")
+        result.append(lines)
+    return result, max(len(slots), 1)
+
+
 def _kernel_definition(prefix: str, definition: RoutineDefinition, body: list[str], operations: int) -> list[str]:
-    """The kernel: the routine in the table's signature; a large one calls its body compiled twice."""
+    """The kernel: the routine in the table's signature; a large one calls its body compiled twice, and a very
+    large one is a sequence of parts (``_split``)."""
     routine = definition.routine
-    lines = ["{", *_kernel_aliases(definition), *body, *([] if routine.failure else ["    return 0;"]), "}"]
-    if not _CLONE_OPERATIONS[0] <= operations <= _CLONE_OPERATIONS[1]:
+    clones = _CLONE_OPERATIONS[0] <= operations <= _CLONE_OPERATIONS[1]
+    ending = [] if routine.failure else ["    return 0;"]
+    header = list(itertools.takewhile(lambda line: line.startswith(("    (void)", "    const double *")), body))
+    split = _split(body[len(header):] + ending) if operations > 2 * _PART_OPERATIONS else None
+    if split is not None:
+        parts, spilled = split
+        name = f"{prefix}_{routine.name}_part"
+        signature = (f"static int {name}%d(const double *const *inputs, const double *restrict p, "
+                     "double *const *outputs, double *restrict spill)")
+        lines = [*_CLONE_MACRO] if clones else []
+        for index, part in enumerate(parts):
+            lines += [("RD_CLONES " if clones else "") + signature % index, "{", *_kernel_aliases(definition),
+                      "    (void)spill;", *header, *part, *([] if part[-1].strip().startswith("return") else
+                                                          ["    return 0;"]), "}", ""]
+        lines += [_kernel_signature(prefix, routine), "{",
+                  f"    double spill[{spilled}]; /* values computed in one part and read in a later one */",
+                  "    int status;"]
+        lines += [f"    if ((status = {name}{index}(inputs, p, outputs, spill)) != 0) return status;"
+                  for index in range(len(parts) - 1)]
+        lines += [f"    return {name}{len(parts) - 1}(inputs, p, outputs, spill);", "}"]
+        return lines
+    lines = ["{", *_kernel_aliases(definition), *body, *ending, "}"]
+    if not clones:
         return [_kernel_signature(prefix, routine), *lines]
     # The body is a static function of its own, so that the clones stay inside the kernel's symbol.
     return [*_CLONE_MACRO, "RD_CLONES static " + _kernel_signature(prefix, routine, "_body"), *lines, "",
