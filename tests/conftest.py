@@ -71,6 +71,16 @@ def random_state(robot, rng: np.random.Generator):
     return q, qd
 
 
+def random_floating_configuration(robot, rng: np.random.Generator) -> np.ndarray:
+    """A floating-base q: the base anywhere in [-1, 1]³ with a random unit quaternion, joints in [-1, 1]."""
+    q = robot.neutral()
+    q[:3] = rng.uniform(-1.0, 1.0, 3)
+    quaternion = rng.normal(size=4)
+    q[3:7] = quaternion / np.linalg.norm(quaternion)
+    q[7:] = rng.uniform(-1.0, 1.0, robot.nq - 7)
+    return q
+
+
 def rk4(rhs, state: np.ndarray, dt: float, steps: int, observe=None) -> np.ndarray:
     """Classic fixed-step RK4 of state' = rhs(state), in NumPy: the independent integrator the
     tests compare the compiled ones with. ``observe(state)`` is called after every step."""

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pinocchio
 import pytest
+from conftest import random_floating_configuration
 
 import robodyn
 
@@ -22,11 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _states(robot, count, seed):
     rng = np.random.default_rng(seed)
     for _ in range(count):
-        q = robot.neutral()
-        q[:3] = rng.uniform(-1.0, 1.0, 3)
-        quaternion = rng.normal(size=4)
-        q[3:7] = quaternion / np.linalg.norm(quaternion)
-        q[7:] = rng.uniform(-1.0, 1.0, robot.nq - 7)
+        q = random_floating_configuration(robot, rng)
         yield q, rng.uniform(-2.0, 2.0, robot.n), rng.uniform(-5.0, 5.0, robot.n)
 
 

@@ -41,10 +41,8 @@ def differentiate(definitions, outputs, variables, prefix: str = "dw",
     variables = list(variables)
     if seeds is None:
         gradient = {v: {k: sp.Integer(1)} for k, v in enumerate(variables)}
-        count = len(variables)
     else:
         gradient = {symbol: {k: d for k, d in sorted(row.items()) if d != 0} for symbol, row in seeds.items()}
-        count = len(variables)
     needed = needed_definitions(list(definitions), list(outputs)) if definitions else []
     # gradient[symbol] = {k: d symbol / d direction k} (nonzero entries only)
 
@@ -70,7 +68,7 @@ def differentiate(definitions, outputs, variables, prefix: str = "dw",
     jacobian = []
     for expr in outputs:
         row = total(expr)
-        jacobian.append([row.get(k, sp.Integer(0)) for k in range(count)])
+        jacobian.append([row.get(k, sp.Integer(0)) for k in range(len(variables))])
     return list(program.definitions), jacobian
 
 

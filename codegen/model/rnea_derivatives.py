@@ -181,20 +181,17 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
     def bias_times(b: int, x) -> sp.Matrix:  # B^C_b x
         return -composite_symmetric[b] * x + force_product(x, composite_momentum[b])
 
-    def ancestors(c: int) -> list[int]:
-        """The coordinates j ⪯ c: those of c's body (all six of a floating base) and of the bodies above."""
-        chain, b = [], coordinate_body[c]
-        while b >= 0:
-            chain += coordinates_of[b]
-            b = body_parent[b]
-        return chain
-
     def strict_ancestors(c: int) -> list[int]:
+        """The coordinates of the bodies above c's."""
         chain, b = [], body_parent[coordinate_body[c]]
         while b >= 0:
             chain += coordinates_of[b]
             b = body_parent[b]
         return chain
+
+    def ancestors(c: int) -> list[int]:
+        """The coordinates j ⪯ c: those of c's body (all six of a floating base) and of the bodies above."""
+        return coordinates_of[coordinate_body[c]] + strict_ancestors(c)
 
     def dot(a, b) -> sp.Expr:
         return sum((a[k] * b[k] for k in range(6)), sp.Integer(0))

@@ -171,6 +171,14 @@ def _adjoint_inverse_exp(omega: np.ndarray) -> np.ndarray:
     return expm(-_ad(omega))
 
 
+def _on_base(block: np.ndarray, n: int) -> np.ndarray:
+    """The n × n identity with ``block`` (6 × 6) on the base's coordinates: a map of the tangent space that
+    moves only the base's part."""
+    out = np.eye(n)
+    out[:6, :6] = block
+    return out
+
+
 def _floating_continuous(robot, q, v, tau):
     """(A, B) of ẋ = f(x) in the chart δ = difference(q0, q) about q0: δ̇ = dexp⁻¹(v) = v + ½ [δ, v] + …, so
     ∂δ̇/∂δ = −½ ad_v on the base (zero on the joints) and ∂δ̇/∂v = I; v̇ = FD(q0 ⊕ δ, v, τ)."""
@@ -217,11 +225,8 @@ def _linearize_floating(robot, q, v, tau, dt):
         point = robot.integrate(q, omega)
         a = robot.forward_dynamics(point, velocity, tau)
         d_q, d_v, m_inv = robot.forward_dynamics_derivatives(point, velocity, tau)
-        to_point = np.eye(n)
-        to_point[:6, :6] = _adjoint_inverse_exp(omega[:6])
-        along = np.eye(n)
-        along[:6, :6] = _right_jacobian(omega[:6])
-        return a, d_q @ to_point, d_q @ along, d_v, m_inv
+        return (a, d_q @ _on_base(_adjoint_inverse_exp(omega[:6]), n), d_q @ _on_base(_right_jacobian(omega[:6]), n),
+                d_v, m_inv)
 
     # Stages as in ManifoldStepper.step; each quantity carries its Jacobians w.r.t. x = (δ, v) and τ.
     identity, zero = np.eye(n), np.zeros((n, n))
@@ -255,9 +260,7 @@ def _linearize_floating(robot, q, v, tau, dt):
     v_x = np.hstack([zero, identity]) + dt / 6.0 * sum(w * ax for w, (_, ax, _) in zip(weights, stages_a))
     v_u = dt / 6.0 * sum(w * au for w, (_, _, au) in zip(weights, stages_a))
     # q_{k+1} = (q ⊕ δ) ⊕ Ω(δ, v): in the chart about q ⊕ Ω̄, δ_{k+1} = Ad_{exp(−Ω̄)} δ + J_r(Ω̄) ΔΩ.
-    to_next, along = np.eye(n), np.eye(n)
-    to_next[:6, :6] = _adjoint_inverse_exp(omega[:6])
-    along[:6, :6] = _right_jacobian(omega[:6])
+    to_next, along = _on_base(_adjoint_inverse_exp(omega[:6]), n), _on_base(_right_jacobian(omega[:6]), n)
     Ad = np.zeros((2 * n, 2 * n))
     Ad[:n] = np.hstack([to_next, zero]) + along @ omega_x
     Ad[n:] = v_x
