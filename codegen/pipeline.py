@@ -5,16 +5,18 @@
     binding     = translate_binding(module name)            Cython, started now, in the background
     model       = derive_model(description, options)        SymbolicModel      (codegen.model)
     routines    = define_routines(model, options)           RoutineSet         (codegen.model.routines)
-    sources     = emit(routines)                            GeneratedSources   (codegen.emit)
-    compiled    = compile_extension(sources, request, binding)  CompiledExtension  writes a build directory
+    compilation = start_compilation(request, robot, binding)  Compilation        a private build directory
+    sources     = emit(routines, ready=compilation.add)     GeneratedSources   (codegen.emit), each file handed
+    compiled    = compilation.finish(sources)               CompiledExtension  to the compiler as it is ready
     result      = check_and_publish(compiled, routines, request)  BuildResult  writes the self-check, publishes
 
 Each stage is a function from one plain dataclass to the next; only the first
-reads input and only the last two write files. The one step that does not wait
-for its turn is Cython's translation of the static binding, which depends only
-on the module's name: it runs in a child process (writing only into its own
-scratch directory) while SymPy derives the model, and the compile stage takes
-its result.
+reads input and only the last two write files. Two steps do not wait for their
+turn: Cython's translation of the static binding, which depends only on the
+module's name, runs in a child process (writing only into its own scratch
+directory) while SymPy derives the model, and the compiler starts on each
+routine's file while the next one is emitted (``emit_and_compile``): SymPy
+keeps one core, the compiler the others.
 
 ``build`` runs them, after a cache lookup that needs neither SymPy nor a
 compiler; after parsing and until publishing it holds a per-key lock, so processes
@@ -158,23 +160,36 @@ def _storage_error(what: str, exc: OSError) -> StorageError:
     return StorageError(f"{what}: {reason}")
 
 
-def compile_extension(sources, request: Request, binding=None):
-    """Stage 5: compile the sources in a private temporary directory under the cache root."""
-    from .extension.compile import compile_extension as compile_in
+def start_compilation(request: Request, robot: str, binding=None):
+    """Stage 5 begins: a Compilation (codegen.extension.compile) in a private temporary directory under the
+    cache root, which compiles each file the emit stage hands it."""
+    from .extension.compile import Compilation
 
-    entry = Entry(request.root, sources.robot, request.key)
+    entry = Entry(request.root, robot, request.key)
     try:
         workdir = Path(tempfile.mkdtemp(prefix=f"{entry.temporary_prefix()}{os.getpid()}-",
                                         dir=cache.writable_root(request.root)))
     except OSError as exc:
         raise _storage_error(f"cannot create a build directory in {request.root}", exc) from None
     try:
-        return compile_in(sources, entry, workdir, binding)
-    except OSError as exc:
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise _storage_error(f"cannot write the build in {workdir}", exc) from None
+        return Compilation(entry, workdir, binding)
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
+        raise
+
+
+def emit_and_compile(routines, compilation):
+    """Stages 4 and 5 together: each file is compiled as soon as it is emitted."""
+    from .emit.sources import emit
+
+    try:
+        sources = emit(routines, ready=compilation.add)
+        return sources, compilation.finish(sources)
+    except OSError as exc:
+        compilation.abandon()
+        raise _storage_error(f"cannot write the build in {compilation.workdir}", exc) from None
+    except BaseException:
+        compilation.abandon()
         raise
 
 
@@ -302,7 +317,6 @@ def build(path: str | Path, options: BuildOptions | None = None, *, cache_dir: s
 def _build(request: Request, description, say: Progress, started: float, parse_s: float) -> BuildResult:
     """The stages after parsing, in order."""
     # Heavy imports (SymPy) only when building.
-    from .emit.sources import emit
     from .extension.compile import translate_binding
     from .model import derive_model
     from .model.routines import define_routines
@@ -321,19 +335,22 @@ def _build(request: Request, description, say: Progress, started: float, parse_s
         say(f"deriving the model of {description.n} joints ({request.options.method} method)")
         model = derive_model(description, request.options, progress=say)
         say(f"derived the {model.method} model in {lap('derive_s'):.2f} s")
-        say("simplifying and emitting C for the routines")
+        say("simplifying, emitting and compiling C for the routines (each compiled as soon as it is emitted)")
         routines = define_routines(model, request.options)
-        sources = emit(routines)
-        timings["cse_s"] = sources.timings["cse_s"]
+        lap("define_s")
+        compilation = start_compilation(request, description.name, binding)
+        sources, compiled = emit_and_compile(routines, compilation)
+        lap("emit_and_compile_s")
+        timings["emit_s"], timings["cse_s"] = sources.timings["emit_s"], sources.timings["cse_s"]
+        timings["compile_s"] = compiled.timings["compile_s"]  # from the first file on: overlaps emit_s
         # The derivative routines' share: their definitions (model stage) and their C.
         timings["derivatives_s"] = sum(v for k, v in sources.timings["routine_seconds"].items()
                                        if k.endswith("_derivatives"))
-        say(f"emitted C for {len(routines.definitions)} routines in {lap('emit_s'):.2f} s (common-subexpression "
+        say(f"emitted C for {len(routines.definitions)} routines in {timings['emit_s']:.2f} s (common-subexpression "
             f"elimination {timings['cse_s']:.2f} s; derivative routines {timings['derivatives_s']:.2f} s); "
             f"{sum(sources.operation_counts.values())} operations")
-        say("compiling")
-        compiled = compile_extension(sources, request, binding)
-        say(f"compiled {compiled.entry.module_path.name} in {lap('compile_s'):.2f} s")
+        say(f"compiled {compiled.entry.module_path.name}: {timings['emit_and_compile_s']:.2f} s for emission and "
+            f"compilation together, the compiler running alongside the emission")
         say("self-checking the compiled module" if request.options.selfcheck else "self-check skipped (--no-selfcheck)")
         result = check_and_publish(compiled, routines, request, timings)
     finally:

@@ -101,3 +101,44 @@ def test_inline_sin_cos_within_two_ulps_of_a_120_bit_reference(tmp_path, flags):
     assert list(s) == [0.0, 0.0] and list(c) == [1.0, 1.0]  # the sign of sin(-0) is not kept
     s, c = evaluate(np.array([np.inf, -np.inf, np.nan]))
     assert np.isnan(s).all() and np.isnan(c).all()
+
+
+def _random_expression(rng, depth: int) -> sp.Expr:
+    """Sums, products, integer powers, quotients, signs, rationals, floats, sin and cos, nested."""
+    if depth == 0:
+        return [X, Y, Z, sp.Rational(int(rng.integers(-9, 10)), int(rng.integers(1, 8))),
+                sp.Float(float(rng.normal())), sp.Integer(int(rng.integers(-3, 4)))][int(rng.integers(6))]
+    kind = int(rng.integers(6))
+    a, b = _random_expression(rng, depth - 1), _random_expression(rng, depth - 1)
+    if kind == 0:
+        return a + b - _random_expression(rng, depth - 1)
+    if kind == 1:
+        return -a * b * _random_expression(rng, depth - 1)
+    if kind == 2:
+        return a * (X + Y + Z) ** int(rng.choice([-3, -2, -1, 2, 3, 4]))
+    if kind == 3:
+        return a / (b * b + 1)
+    if kind == 4:
+        return sp.sin(a) * sp.cos(b) - a
+    return sp.Rational(-3, 7) * a + sp.Float(-0.25) * b
+
+
+def test_the_fast_printing_of_sums_and_products_means_the_expression():
+    """The printers' own printing of sums, products and powers (FastArithmetic, not SymPy's) against SymPy's
+    evaluation of the expression, in C (evaluated as Python: same precedence and grouping) and in NumPy."""
+    import math
+
+    import numpy as np
+
+    from codegen.model.numeric import numpy_function
+
+    rng = np.random.default_rng(7)
+    c_printer = RobotCPrinter({X: "x", Y: "y", Z: "z"})
+    expressions = [_random_expression(rng, 3) for _ in range(300)]
+    evaluate = numpy_function([[X, Y, Z]], [], expressions)(np.array([VALUES[X], VALUES[Y], VALUES[Z]]))
+    namespace = {"sqrt": math.sqrt, "pow": pow, "rd_sin": math.sin, "rd_cos": math.cos}
+    for expr, numpy_value in zip(expressions, evaluate):
+        expected = float(expr.xreplace(VALUES))
+        c_value = eval(c_printer.expression(expr), namespace, {str(s): v for s, v in VALUES.items()})
+        assert c_value == pytest.approx(expected, rel=1e-12, abs=1e-12), (expr, c_printer.expression(expr))
+        assert float(numpy_value) == pytest.approx(expected, rel=1e-12, abs=1e-12), expr

@@ -21,7 +21,82 @@ class UnprintableError(ValueError):
     pass
 
 
-class RobotCPrinter(C99CodePrinter):
+class FastArithmetic:
+    """``_print`` written out for the nodes a model is made of (sums, products, integer powers, symbols, numbers):
+    SymPy's generic printing of a product asks for precedences, signs and coefficients through its assumption
+    system, which made printing most of a humanoid's emission and self-check. Other nodes go to the printer this
+    is mixed into. Terms and factors keep their stored order (as ``order="none"``).
+
+    The subclass spells symbols (``_print_Symbol``), numbers and ``_power(base_text, base, exponent)``."""
+
+    def _print(self, expr, **settings):
+        handler = _FAST_HANDLERS.get(type(expr))
+        if handler is None:
+            handler = _fast_handler(type(expr))
+        return handler(self, expr) if handler else super()._print(expr, **settings)
+
+    def _fast_add(self, expr) -> str:
+        parts = []
+        for term in expr.args:
+            text = self._print(term)
+            if not parts:
+                parts.append(text)
+            elif text[0] == "-":  # a term is never a sum, so its leading minus negates all of it
+                parts.append(" - " + text[1:])
+            else:
+                parts.append(" + " + text)
+        return "".join(parts)
+
+    def _fast_mul(self, expr) -> str:
+        args = expr.args
+        sign, factors = "", []
+        if args[0].is_Number:
+            coefficient, args = args[0], args[1:]
+            if coefficient.is_negative:
+                sign, coefficient = "-", -coefficient
+            if coefficient != 1:
+                factors.append(self._print(coefficient))
+        divisors = []
+        for factor in args:
+            if factor.is_Pow and factor.exp.is_Integer and factor.exp.is_negative:
+                divisors.append(self._factor(sp.Pow(factor.base, -factor.exp)))
+            else:
+                factors.append(self._factor(factor))
+        text = "*".join(factors) or self._one
+        if divisors:
+            text += "/" + (divisors[0] if len(divisors) == 1 else "(" + "*".join(divisors) + ")")
+        return sign + text
+
+    def _factor(self, factor) -> str:
+        """A factor of a product: a sum is parenthesised, powers parenthesise themselves."""
+        text = self._print(factor)
+        return f"({text})" if factor.is_Add else text
+
+    def _fast_pow(self, expr) -> str:
+        base = expr.base
+        text = self._print(base)
+        if not (base.is_Symbol or base.is_Function):
+            text = f"({text})"
+        return self._power(text, base, expr.exp)
+
+
+def _fast_handler(cls):
+    """The fast printing method for a node type, or None (then SymPy's); found once per type."""
+    for base, handler in ((sp.Add, FastArithmetic._fast_add), (sp.Mul, FastArithmetic._fast_mul),
+                          (sp.Pow, FastArithmetic._fast_pow)):
+        if issubclass(cls, base):
+            _FAST_HANDLERS[cls] = handler
+            return handler
+    _FAST_HANDLERS[cls] = None
+    return None
+
+
+_FAST_HANDLERS: dict = {}
+
+
+class RobotCPrinter(FastArithmetic, C99CodePrinter):
+    _one = "1.0"
+
     def __init__(self, names: Mapping[sp.Symbol, str]):
         # order="none": print terms in their canonical argument order; sorting them for
         # display dominates printing time and adds nothing to C.
@@ -55,15 +130,14 @@ class RobotCPrinter(C99CodePrinter):
         arg = self._print(expr.args[0])
         return f"(double)(({arg} > 0.0) - ({arg} < 0.0))"
 
-    def _print_Pow(self, expr):
-        base, exponent = expr.base, expr.exp
+    def _power(self, factor: str, base, exponent) -> str:
+        """base**exponent, ``factor`` being the base's text, parenthesised unless a symbol or a call."""
         if exponent.is_Integer and 1 <= abs(int(exponent)) <= 4:
-            factor = self.parenthesize(base, sp.printing.precedence.PRECEDENCE["Mul"])
             product = "*".join([factor] * abs(int(exponent)))
             if exponent < 0:
                 return f"1.0/({product})"
-            # Parenthesised: SymPy prints a Pow without parentheses wherever a product would need them, as
-            # the divisor of a/b**2 ("a/b*b" would be (a/b)*b).
+            # Parenthesised: a power may stand wherever a product would need parentheses, as the divisor
+            # of a/b**2 ("a/b*b" would be (a/b)*b).
             return product if exponent == 1 else f"({product})"
         if exponent == sp.Rational(1, 2):
             return f"sqrt({self._print(base)})"

@@ -25,6 +25,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import sympy as sp
 from robodyn._version import __version__
@@ -42,8 +43,9 @@ class GeneratedSources:
     files: dict
     c_files: tuple[str, ...]  # translation units, largest first
     metadata: dict
-    operation_counts: dict = field(default_factory=dict)
+    operation_counts: dict = field(default_factory=dict)  # by routine
     timings: dict = field(default_factory=dict)
+    file_operations: dict = field(default_factory=dict)  # by translation unit: its routine's operations
 
 
 def _output_names(definition: RoutineDefinition) -> list[str]:
@@ -366,6 +368,9 @@ def _kernel_signature(prefix: str, routine, suffix: str = "_kernel") -> str:
 #: 82 and 100 kB to 51 and 63 kB and run in 0.64x the time. Smaller routines keep one build, and so do the
 #: largest (a second build of them would add tens of seconds of compilation).
 _CLONE_OPERATIONS = (6000, 40000)
+#: At most this many operations of a robot are cloned, routines taken in the table's order (the dynamics
+#: first): a humanoid has a dozen routines in that range, and cloning all of them doubled its compile time.
+_CLONE_BUDGET = 60000
 
 _CLONE_MACRO = [
     "/* x86-64-v3 (AVX2, FMA) and baseline builds of the arithmetic, chosen at load time (GCC, glibc). */",
@@ -450,11 +455,11 @@ def _split(statements: list[str]) -> tuple[list[list[str]], int] | None:
     return result, max(len(slots), 1)
 
 
-def _kernel_definition(prefix: str, definition: RoutineDefinition, body: list[str], operations: int) -> list[str]:
-    """The kernel: the routine in the table's signature; a large one calls its body compiled twice, and a very
-    large one is a sequence of parts (``_split``)."""
+def _kernel_definition(prefix: str, definition: RoutineDefinition, body: list[str], operations: int,
+                       clones: bool) -> list[str]:
+    """The kernel: the routine in the table's signature; with ``clones`` its body compiled twice (_CLONE_MACRO),
+    and a very large one is a sequence of parts (``_split``)."""
     routine = definition.routine
-    clones = _CLONE_OPERATIONS[0] <= operations <= _CLONE_OPERATIONS[1]
     ending = [] if routine.failure else ["    return 0;"]
     header = list(itertools.takewhile(lambda line: line.startswith(("    (void)", "    const double *")), body))
     split = _split(body[len(header):] + ending) if operations > 2 * _PART_OPERATIONS else None
@@ -465,9 +470,10 @@ def _kernel_definition(prefix: str, definition: RoutineDefinition, body: list[st
                      "double *const *outputs, double *restrict spill)")
         lines = [*_CLONE_MACRO] if clones else []
         for index, part in enumerate(parts):
-            lines += [("RD_CLONES " if clones else "") + signature % index, "{", *_kernel_aliases(definition),
-                      "    (void)spill;", *header, *part, *([] if part[-1].strip().startswith("return") else
-                                                          ["    return 0;"]), "}", ""]
+            lines += [("RD_CLONES " if clones else "") + signature % index, "{",
+                      *_declarations_used(_kernel_aliases(definition) + header, part),
+                      "    (void)spill;", *part, *([] if part[-1].strip().startswith("return") else
+                                                  ["    return 0;"]), "}", ""]
         lines += [_kernel_signature(prefix, routine), "{",
                   f"    double spill[{spilled}]; /* values computed in one part and read in a later one */",
                   "    int status;"]
@@ -482,6 +488,22 @@ def _kernel_definition(prefix: str, definition: RoutineDefinition, body: list[st
     return [*_CLONE_MACRO, "RD_CLONES static " + _kernel_signature(prefix, routine, "_body"), *lines, "",
             _kernel_signature(prefix, routine), "{",
             f"    return {prefix}_{routine.name}_body(inputs, p, outputs);", "}"]
+
+
+def _declarations_used(declarations: list[str], statements: list[str]) -> list[str]:
+    """The pointer declarations that ``statements`` read, directly or through a later declaration: each part of
+    a split kernel declares only those (an unused one draws a -Wall warning per part)."""
+    needed = set(_IDENTIFIER.findall("\n".join(statements)))
+    kept = []
+    for line in reversed(declarations):
+        match = _POINTER.match(line)
+        if match is not None and match.group(1) in needed:
+            kept.append(line)
+            needed.update(_IDENTIFIER.findall(line[match.end():]))
+    return kept[::-1]
+
+
+_POINTER = re.compile(r"^\s*(?:const )?double \*(?:restrict )?(\w+) = ")
 
 
 def _kernel_aliases(definition: RoutineDefinition) -> list[str]:
@@ -763,18 +785,37 @@ def _table_source(routines: RoutineSet, prefix: str, metadata: dict, counts: dic
     return "\n".join(lines)
 
 
-def emit(routines: RoutineSet) -> GeneratedSources:
-    """Stage 4: RoutineSet -> GeneratedSources."""
+def emit(routines: RoutineSet, ready: Callable[[str, str, int], None] | None = None) -> GeneratedSources:
+    """Stage 4: RoutineSet -> GeneratedSources.
+
+    ``ready(name, text, operations)``, if given, receives each file as soon as it is final, so that the compile stage can
+    compile a routine while the next one is emitted: first the headers every translation unit includes, then
+    one routine's file at a time, the table last (it holds every routine's operation count)."""
     from robodyn._native import ABI_HASH as abi_hash
 
     start = time.perf_counter()
     model = routines.model
     prefix = model.description.name
+    hand_over = ready or (lambda name, text, operations: None)
     signatures = {d.routine.name: signature(prefix, d) for d in routines.definitions}
-    files: dict[str, str] = {}
+    files: dict[str, str] = {
+        f"{prefix}_dynamics.h": _api_header(routines, prefix, signatures),
+        "robot_table.h": "\n".join([
+            f"/* The routine table of robot '{prefix}' (generated by robodyn codegen {__version__}). */",
+            '#include "robodyn_abi.h"',
+            f"#define ROBODYN_ROBOT_TABLE {prefix}_robot",
+            f'#define ROBODYN_CAPSULE_NAME "robodyn.rd_robot:{abi_hash}"',
+            f"extern const rd_robot {prefix}_robot;",
+            "",
+        ]),
+    }
+    for name, text in files.items():
+        hand_over(name, text, 0)
+    file_operations: dict[str, int] = {}
     counts: dict[str, int] = {}
     cse_seconds = 0.0
     routine_seconds: dict[str, float] = {}  # per routine: its definition (model stage) and its C
+    clone_budget = _CLONE_BUDGET
     for definition in routines.definitions:
         routine = definition.routine
         started = time.perf_counter()
@@ -782,10 +823,13 @@ def emit(routines: RoutineSet) -> GeneratedSources:
         routine_seconds[routine.name] = routines.seconds.get(routine.name, 0.0) + time.perf_counter() - started
         counts[routine.name] = operations
         cse_seconds += seconds
+        clones = _CLONE_OPERATIONS[0] <= operations <= _CLONE_OPERATIONS[1] and operations <= clone_budget
+        clone_budget -= operations if clones else 0
         zeros = [f"static const double zero_{a.name}[{len(symbols)}] = {{0.0}};"
                  for a, symbols in zip(routine.arguments, definition.inputs)
                  if a.optional and f"zero_{a.name};" in "\n".join(body)]
-        files[f"{prefix}_{routine.name}.c"] = "\n".join([
+        name = f"{prefix}_{routine.name}.c"
+        files[name] = "\n".join([
             _header_comment(routines, prefix, f"Robot '{prefix}': {routine.name} ({routine.doc})", [
                 "",
                 f"Algorithm: {definition.algorithm}.",
@@ -799,7 +843,7 @@ def emit(routines: RoutineSet) -> GeneratedSources:
             *zeros,
             *([""] if zeros else []),
             "/* The routine, in the uniform signature of the runtime's table (robodyn_abi.h). */",
-            *_kernel_definition(prefix, definition, body, operations),
+            *_kernel_definition(prefix, definition, body, operations, clones),
             "",
             "/* The C API (see the header): the same routine with named arguments. */",
             signatures[routine.name],
@@ -808,21 +852,16 @@ def emit(routines: RoutineSet) -> GeneratedSources:
             "}",
             "",
         ])
+        file_operations[name] = operations
+        hand_over(name, files[name], operations)
     metadata = build_metadata(routines, counts)
-    files[f"{prefix}_dynamics.h"] = _api_header(routines, prefix, signatures)
-    files[f"{prefix}_table.c"] = _table_source(routines, prefix, metadata, counts)
-    files["robot_table.h"] = "\n".join([
-        f"/* The routine table of robot '{prefix}' (generated by robodyn codegen {__version__}). */",
-        '#include "robodyn_abi.h"',
-        f"#define ROBODYN_ROBOT_TABLE {prefix}_robot",
-        f'#define ROBODYN_CAPSULE_NAME "robodyn.rd_robot:{abi_hash}"',
-        f"extern const rd_robot {prefix}_robot;",
-        "",
-    ])
+    table = f"{prefix}_table.c"
+    files[table] = _table_source(routines, prefix, metadata, counts)
+    hand_over(table, files[table], 0)
     c_files = sorted((name for name in files if name.endswith(".c")),
                      key=lambda name: (-len(files[name]), name))
     content_hash = hashlib.sha256("".join(files[k] for k in sorted(files)).encode()).hexdigest()
     return GeneratedSources(robot=prefix, files=files, c_files=tuple(c_files),
                             metadata=dict(metadata, content_sha256=content_hash), operation_counts=counts,
                             timings={"emit_s": time.perf_counter() - start, "cse_s": cse_seconds,
-                                     "routine_seconds": routine_seconds})
+                                     "routine_seconds": routine_seconds}, file_operations=file_operations)

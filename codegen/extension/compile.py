@@ -15,6 +15,7 @@ command, its return code and its log.
 
 from __future__ import annotations
 
+import heapq
 import os
 import shlex
 import shutil
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -37,6 +39,11 @@ BINDING = Path(__file__).resolve().parent / "binding.pyx"
 # -g0: Python's own CFLAGS ask for debug information, which costs a third of the compile time;
 # -fno-math-errno: sin, cos and sqrt need not set errno, so they can be inlined and vectorised.
 ROBOT_FLAGS = ("-O2", "-g0", "-fno-math-errno")
+# A routine of more operations than LARGE_ROUTINE compiles at -O1: GCC's -O2 passes take 1.5-2x as long on
+# such straight-line code for about 6% more instructions (callgrind, iCub's Coriolis matrix and inverse-dynamics
+# derivatives), and it is these routines (regressors and derivatives of a humanoid) that a build waits for.
+LARGE_ROUTINE = 16000
+LARGE_ROUTINE_FLAGS = ("-O1", "-g0", "-fno-math-errno")
 # The binding is Python-object glue run once at import: optimising it only costs compile time.
 BINDING_FLAGS = ("-O0", "-g0")
 TIMEOUT_S = 600.0
@@ -132,48 +139,98 @@ def _run(command: list[str], cwd: Path, what: str) -> str:
     return log
 
 
+class Compilation:
+    """Compiles one module's sources in ``workdir`` as they arrive (``add``, the emit stage's ``ready``), on every
+    core: a routine compiles while the next one is emitted. Each compile job takes the largest source waiting, so
+    the big ones start first and the build does not end on one core. ``finish`` adds what was not handed over,
+    waits and links; on any error, or Ctrl-C, jobs not started are cancelled and running ones finish (a
+    compiler takes seconds at most) before the error propagates (the caller removes the build directory)."""
+
+    def __init__(self, entry: Entry, workdir: Path, binding: BindingTranslation | None = None):
+        self.started = time.perf_counter()
+        self.entry, self.workdir = entry, workdir
+        self.binding = binding or translate_binding(entry.module_name)
+        if self.binding.module_name != entry.module_name:
+            self.binding.cancel()
+            raise BuildError(f"the binding was translated for {self.binding.module_name}, not {entry.module_name}")
+        (workdir / f"{entry.module_name}.pyx").write_bytes(BINDING.read_bytes())
+        (workdir / "build").mkdir()
+        self._base = _compiler_base()
+        self._added: set[str] = set()
+        self._waiting: list[tuple[int, str, tuple]] = []  # heap of (-size, name, flags)
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 2))
+        self._jobs: list = []
+
+    def add(self, name: str, text: str, operations: int = 0) -> None:
+        """Write one file; a C file (of a routine of ``operations``) is queued for compilation, and the
+        binding's chain starts with its header."""
+        (self.workdir / name).write_text(text, encoding="utf-8")
+        self._added.add(name)
+        if name.endswith(".c"):
+            flags = LARGE_ROUTINE_FLAGS if operations > LARGE_ROUTINE else ROBOT_FLAGS
+            with self._lock:
+                heapq.heappush(self._waiting, (-len(text), name, flags))
+            self._submit(self._compile_largest)
+        elif name == "robot_table.h":
+            self._submit(self._binding_chain)
+
+    def _submit(self, job) -> None:
+        try:
+            self._jobs.append(self._pool.submit(job))
+        except BaseException:
+            self.cancel()
+            raise
+
+    def _compile(self, source: str, flags: tuple[str, ...]) -> tuple[str, str]:
+        target = f"build/{Path(source).stem}.o"
+        return target, _run(self._base + list(flags) + ["-c", source, "-o", target], self.workdir,
+                            f"compiling {source}")
+
+    def _compile_largest(self) -> tuple[str, str]:
+        with self._lock:
+            _, name, flags = heapq.heappop(self._waiting)
+        return self._compile(name, flags)
+
+    def _binding_chain(self) -> tuple[str, str]:
+        """Wait for Cython, then compile the binding's C (it includes robot_table.h)."""
+        text, log = self.binding.result()
+        (self.workdir / f"{self.entry.module_name}.c").write_text(text, encoding="utf-8")
+        target, compile_log = self._compile(f"{self.entry.module_name}.c", BINDING_FLAGS)
+        return target, log + compile_log
+
+    def cancel(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self.binding.cancel()
+
+    def abandon(self) -> None:
+        """Cancel the jobs and remove the build directory (a failed or interrupted build)."""
+        self.cancel()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def finish(self, sources: GeneratedSources) -> CompiledExtension:
+        """Add the files not handed over yet (largest first), wait for every job and link."""
+        try:
+            for name in sorted(sources.files, key=lambda name: (-len(sources.files[name]), name)):
+                if name not in self._added:
+                    self.add(name, sources.files[name], sources.file_operations.get(name, 0))
+            results = [job.result() for job in self._jobs]
+        except BaseException:
+            self.cancel()
+            raise
+        self._pool.shutdown(wait=True)
+        objects = sorted(target for target, _ in results)
+        log = "".join(part for _, part in results)
+        module_path = self.workdir / self.entry.module_path.name
+        log += _run(_linker() + objects + ["-lm", "-o", module_path.name], self.workdir, "linking")
+        if not module_path.is_file():
+            raise BuildError(f"linking produced no {module_path.name} in {self.workdir}", _linker(), 0, log)
+        return CompiledExtension(self.entry, self.workdir, module_path, sources, log,
+                                 {"compile_s": time.perf_counter() - self.started})
+
+
 def compile_extension(sources: GeneratedSources, entry: Entry, workdir: Path,
                       binding: BindingTranslation | None = None) -> CompiledExtension:
     """Write the sources into ``workdir`` and compile them into ``entry``'s module file there
     (``binding``: the translation started earlier for this module, else started now)."""
-    started = time.perf_counter()
-    binding = binding or translate_binding(entry.module_name)
-    if binding.module_name != entry.module_name:
-        binding.cancel()
-        raise BuildError(f"the binding was translated for {binding.module_name}, not {entry.module_name}")
-    for name, text in sources.files.items():
-        (workdir / name).write_text(text, encoding="utf-8")
-    (workdir / f"{entry.module_name}.pyx").write_bytes(BINDING.read_bytes())
-    objects_dir = workdir / "build"
-    objects_dir.mkdir()
-    base = _compiler_base()
-    module_path = workdir / entry.module_path.name
-
-    def compile_c(source: str, flags: tuple[str, ...]) -> tuple[str, str]:
-        target = f"build/{Path(source).stem}.o"
-        return target, _run(base + list(flags) + ["-c", source, "-o", target], workdir, f"compiling {source}")
-
-    def binding_chain() -> tuple[str, str]:
-        text, log = binding.result()
-        (workdir / f"{entry.module_name}.c").write_text(text, encoding="utf-8")
-        target, compile_log = compile_c(f"{entry.module_name}.c", BINDING_FLAGS)
-        return target, log + compile_log
-
-    # The binding's chain (waiting for Cython, then its C) is the longest single job: start it first.
-    # On an error or Ctrl-C, jobs not started yet are cancelled and running ones finish (a compiler
-    # takes seconds at most); the caller then removes the build directory.
-    pool = ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 2))
-    try:
-        jobs = [pool.submit(binding_chain)] + [pool.submit(compile_c, name, ROBOT_FLAGS) for name in sources.c_files]
-        results = [job.result() for job in jobs]
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
-    objects = [target for target, _ in results]
-    log = "".join(part for _, part in results)
-    log += _run(_linker() + objects + ["-lm", "-o", module_path.name], workdir, "linking")
-    if not module_path.is_file():
-        raise BuildError(f"linking produced no {module_path.name} in {workdir}", _linker(), 0, log)
-    return CompiledExtension(entry, workdir, module_path, sources, log,
-                             {"compile_s": time.perf_counter() - started})
+    return Compilation(entry, workdir, binding).finish(sources)

@@ -32,8 +32,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import sympy as sp
-from sympy.printing.numpy import NumPyPrinter
 
+from ..model.numeric import numpy_function
 from ..model.program import needed_definitions
 from ..model.routines import DerivativeSolve, Expressions, RoutineDefinition, RoutineSet, TreeSolve
 
@@ -157,37 +157,6 @@ def _relative(a: np.ndarray, b: np.ndarray, scale: float = 0.0) -> float:
     return difference / scale if scale > 0 else difference
 
 
-class _NumPyText(NumPyPrinter):
-    """NumPy spelling of the model's expressions for the reference evaluation. Symbols go through a table (as
-    in the C printer, so no name from a description reaches the generated Python) and terms are printed in
-    their stored order: with lambdify's sorting and its per-statement rewrites, printing took 8 of Solo12's 9 s
-    of self-check."""
-
-    def __init__(self, names: dict):
-        super().__init__({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False,
-                          "order": "none"})
-        self._names = names
-
-    def _print_Symbol(self, expr):
-        return self._names[expr]
-
-    _print_Dummy = _print_Symbol
-
-
-def _numpy_function(arguments: list[list[sp.Symbol]], prelude: list, entries: list):
-    """f(*arguments) -> list of values, one per entry: a straight-line Python function over NumPy arrays
-    (each argument a sequence of arrays, one per symbol); ``prelude`` (symbol, value) pairs are evaluated first."""
-    names = {symbol: f"a{k}[{j}]" for k, symbols in enumerate(arguments) for j, symbol in enumerate(symbols)}
-    names.update({symbol: f"t{i}" for i, (symbol, _) in enumerate(prelude)})
-    printer = _NumPyText(names)
-    lines = [f"def evaluate({', '.join(f'a{k}' for k in range(len(arguments)))}):"]
-    lines += [f"    t{i} = {printer._print(value)}" for i, (_, value) in enumerate(prelude)]
-    lines.append("    return [" + ", ".join(printer._print(entry) for entry in entries) + "]")
-    namespace = {"numpy": np}
-    exec(compile("\n".join(lines), "<selfcheck reference>", "exec"), namespace)  # our names only (see printer)
-    return namespace["evaluate"]
-
-
 def _vectorised(routines: RoutineSet, definition: RoutineDefinition, matrices, inputs=None) -> callable:
     """f(inputs, params) -> list of arrays (samples, rows, cols), one per matrix; NumPy evaluates
     all samples at once (each symbol's argument is a column of the batch). ``inputs``: the symbols of each
@@ -199,7 +168,7 @@ def _vectorised(routines: RoutineSet, definition: RoutineDefinition, matrices, i
     prelude = needed_definitions(definitions, entries) if definitions else []
     arguments = [list(symbols) for symbols in (definition.inputs if inputs is None else inputs)]
     arguments += [list(model.parameters)]
-    function = _numpy_function(arguments, prelude, entries)
+    function = numpy_function(arguments, prelude, entries)
 
     def evaluate(inputs: list[np.ndarray], params: np.ndarray) -> list[np.ndarray]:
         count = inputs[0].shape[0] if inputs else 1  # a routine without arguments: one value

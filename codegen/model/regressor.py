@@ -154,6 +154,22 @@ def _parameter_values(description: RobotDescription) -> tuple[list[str], list, l
     return names, layout, [sp.expand(v) for v in values]
 
 
+def _dot(a, b) -> sp.Expr:
+    return sp.Add(*[x * y for x, y in zip(a, b) if x != 0 and y != 0])
+
+
+def _times(R: sp.Matrix, x: list) -> list:
+    return [_dot((R[i, 0], R[i, 1], R[i, 2]), x) for i in range(3)]
+
+
+def _transpose_times(R: sp.Matrix, x: list) -> list:
+    return [_dot((R[0, i], R[1, i], R[2, i]), x) for i in range(3)]
+
+
+def _cross(a, b) -> list:
+    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+
+
 def _regressor_pass(description: RobotDescription, program: Program, q, qd, qdr, qddr, base=None) -> sp.Matrix:
     """Y over the tree's joints (rows) and π (columns): f = I a_r + B(I, v) v_r per body, carried to
     every joint it loads. With qdr = qd and qddr = qdd this is the inverse-dynamics regressor.
@@ -189,15 +205,18 @@ def _regressor_pass(description: RobotDescription, program: Program, q, qd, qdr,
         else:
             subspace.append(let_v([0, 0, 0, *direction]))
 
-    def to_child(i: int, m: sp.Matrix) -> sp.Matrix:
+    # Spatial transforms spelled out on lists: SymPy's matrix product converts to and from its domain
+    # matrices at every call, which was most of a humanoid's regressor pass.
+    def to_child(i: int, m) -> sp.Matrix:
         R, pos = local[i]
-        w, v = m[:3, 0], m[3:, 0]
-        return let_v([*(R.T * w), *(R.T * (v - pos.cross(w)))])
+        w, v = list(m[:3]), list(m[3:])
+        shifted = [a - b for a, b in zip(v, _cross(pos, w))]
+        return let_v([*_transpose_times(R, w), *_transpose_times(R, shifted)])
 
-    def to_parent(i: int, f: sp.Matrix) -> sp.Matrix:
+    def to_parent(i: int, f) -> sp.Matrix:
         R, pos = local[i]
-        moment, force = R * f[:3, 0], R * f[3:, 0]
-        return let_v([*(moment + pos.cross(force)), *force])
+        moment, force = _times(R, list(f[:3])), _times(R, list(f[3:]))
+        return let_v([*(a + b for a, b in zip(moment, _cross(pos, force))), *force])
 
     def wrench_block(v, v_r, a_r, parameters: sp.Matrix | None = None) -> list[sp.Matrix]:
         """Columns of A with f = A π_body = I(a_r − ½ v×v_r) + ½ v×*(I v_r) + ½ v_r×*(I v)."""
@@ -244,7 +263,7 @@ def _regressor_pass(description: RobotDescription, program: Program, q, qd, qdr,
         j = link
         while True:
             for c, column in enumerate(columns):
-                Y[off + j, start + c] = program.let(Y[off + j, start + c] + (subspace[j].T * column)[0, 0])
+                Y[off + j, start + c] = program.let(Y[off + j, start + c] + _dot(subspace[j], column))
             columns = [to_parent(j, column) for column in columns]
             if tree[j].parent < 0:
                 if base is not None:
@@ -359,11 +378,12 @@ def base_summary(base: BaseParameters, layout) -> str:
 
 def _evaluator(description, Y: sp.Matrix, definitions, inputs):
     """NumPy function (q, qd, qdd, params) -> Y for a batch (samples, n, p)."""
+    from .numeric import numpy_function
+
     entries = list(Y)
     prelude = needed_definitions(list(definitions), entries)
-    cse = (lambda exprs: (prelude, exprs)) if prelude else False
     parameters = [p.symbol for p in description.parameters]
-    function = sp.lambdify([list(s) for s in inputs] + [parameters], entries, "numpy", cse=cse)
+    function = numpy_function([list(s) for s in inputs] + [parameters], prelude, entries)
     rows, cols = Y.shape
 
     def evaluate(q, qd, qdd, params):
@@ -625,11 +645,12 @@ def _precise_combinations(evaluate, description, independent, dependent, beta_nu
     rows = evaluate(*states, params).reshape(-1, evaluate.columns)  # long double where NumPy keeps it
     more: list = []  # equations enough for every independent column at once, made when first needed
 
-    def all_rows():
+    def every_column():
+        """The solver on every independent column (one factorisation for all the columns that need it)."""
         if not more:
             extra = [np.asarray(x, dtype=np.longdouble)
                      for x in _random_states(description, len(independent) + 3, rng)]
-            more.append(evaluate(*extra, params).reshape(-1, evaluate.columns))
+            more.append(_RefinedSolver(evaluate(*extra, params).reshape(-1, evaluate.columns), list(independent)))
         return more[0]
 
     result = []
@@ -638,10 +659,11 @@ def _precise_combinations(evaluate, description, independent, dependent, beta_nu
         support = supports[d_index]
         if support:
             used = rows
-            x, fits = _solve_refined(used, [independent[k] for k in support], d)
+            x, fits = _RefinedSolver(used, [independent[k] for k in support]).solve(d)
             if not fits:  # a true coefficient below the float fit's noise was dropped: take every column
-                support, used = list(range(len(independent))), all_rows()
-                x, fits = _solve_refined(used, list(independent), d)
+                solver = every_column()
+                support, used = list(range(len(independent))), solver.rows
+                x, fits = solver.solve(d)
             scale = float(np.abs(used[:, d]).max()) or 1.0
             for position, k in enumerate(support):
                 contribution = abs(float(x[position])) * float(np.abs(used[:, independent[k]]).max())
@@ -651,22 +673,33 @@ def _precise_combinations(evaluate, description, independent, dependent, beta_nu
     return result
 
 
-def _solve_refined(rows, columns: list[int], target: int):
-    """x with rows[:, columns] x = rows[:, target] on a square subsystem (pivoted QR's rows), refined
-    twice with long double residuals; and whether x fits every row (to 1e-12 of the target column)."""
-    import scipy.linalg
+class _RefinedSolver:
+    """x with rows[:, columns] x = rows[:, target] for any target column, on a square subsystem (pivoted QR's
+    rows, chosen and factorised once for all targets), refined twice with long double residuals."""
 
-    A_long, b_long = rows[:, columns], rows[:, target]
-    A = A_long.astype(float)
-    _, _, pivots = scipy.linalg.qr(A.T, pivoting=True)
-    chosen = np.sort(pivots[:len(columns)])
-    lu = scipy.linalg.lu_factor(A[chosen])
-    x = scipy.linalg.lu_solve(lu, b_long[chosen].astype(float)).astype(np.longdouble)
-    for _ in range(2):
-        residual = b_long[chosen] - A_long[chosen] @ x
-        x = x + scipy.linalg.lu_solve(lu, residual.astype(float))
-    misfit = float(np.abs(b_long - A_long @ x).max())
-    return x, misfit <= 1e-12 * max(float(np.abs(b_long).max()), 1e-300)
+    def __init__(self, rows, columns: list[int]):
+        import scipy.linalg
+
+        self.rows, self.A_long = rows, rows[:, columns]
+        # Equations where none of the columns appear cannot be among the chosen: leaving them out keeps the
+        # pivoted QR small (a body's columns appear only in its ancestors' rows).
+        informative = np.flatnonzero(np.any(self.A_long != 0, axis=1))
+        A = self.A_long[informative].astype(float)
+        _, _, pivots = scipy.linalg.qr(A.T, pivoting=True)
+        self.chosen = informative[np.sort(pivots[:len(columns)])]
+        self.lu = scipy.linalg.lu_factor(self.A_long[self.chosen].astype(float))
+
+    def solve(self, target: int):
+        """(x, whether x fits every row to 1e-12 of the target column)."""
+        import scipy.linalg
+
+        b_long = self.rows[:, target]
+        x = scipy.linalg.lu_solve(self.lu, b_long[self.chosen].astype(float)).astype(np.longdouble)
+        for _ in range(2):
+            residual = b_long[self.chosen] - self.A_long[self.chosen] @ x
+            x = x + scipy.linalg.lu_solve(self.lu, residual.astype(float))
+        misfit = float(np.abs(b_long - self.A_long @ x).max())
+        return x, misfit <= 1e-12 * max(float(np.abs(b_long).max()), 1e-300)
 
 
 def _rounded(value: float) -> sp.Expr:
@@ -696,11 +729,33 @@ class _NotExact(Exception):
     """The regressor has functions that exact states do not reduce to numbers (mimic offsets)."""
 
 
+def _matrix_function(description, K: sp.Matrix):
+    """params -> K as a float array. K's entries are numbers (most of them) or expressions in the description's
+    parameters: only the latter are evaluated per call."""
+    from .numeric import numpy_function
+
+    constant = np.zeros(K.shape)
+    variable = []
+    for index, entry in enumerate(K):
+        if entry.is_number:
+            constant.flat[index] = float(entry)
+        else:
+            variable.append((index, entry))
+    function = numpy_function([[p.symbol for p in description.parameters]], [], [e for _, e in variable])
+
+    def evaluate(params: np.ndarray) -> np.ndarray:
+        value = constant.copy()
+        for (index, _), entry in zip(variable, function(params)):
+            value.flat[index] = float(entry)
+        return value
+
+    return evaluate
+
+
 def _verify(description, evaluate, K: sp.Matrix, independent, rng, defaults_only: bool = False) -> None:
     """Y = Y_base K at fresh random states and parameter values (the structural claim); at the
     defaults only when β could only be found there."""
-    parameters = [p.symbol for p in description.parameters]
-    K_function = sp.lambdify([parameters], K, "numpy")
+    K_function = _matrix_function(description, K)
     defaults = np.array([float(p.default) for p in description.parameters], dtype=float)
     for _ in range(2):
         params = defaults if defaults_only else _random_parameters(description, rng)
@@ -748,7 +803,7 @@ def _gravity_restriction(description, evaluate, K: sp.Matrix, independent, rng) 
     default = np.array([float(p.default) for p in description.parameters], dtype=float)
     g0 = np.array([float(g) for g in gravity.xreplace(description.defaults)], dtype=float)
     g_of = sp.lambdify([parameters], list(gravity), "numpy")
-    K_function = sp.lambdify([parameters], K, "numpy")
+    K_function = _matrix_function(description, K)
     for _ in range(3):
         params = default.copy()
         for k, symbol in enumerate(parameters):
