@@ -111,32 +111,7 @@ def solo(cache_dir):
     return robodyn.load(_urdf("solo_description/robots/solo12.urdf"), cache_dir=cache_dir, base="floating")
 
 
-def _spatial_momentum(robot, q, v):
-    """World-frame momentum about the world origin, from the centroidal momentum."""
-    h = np.einsum("kij,kj->ki", robot.centroidal_momentum_matrix(q), v)
-    c = robot.center_of_mass(q)
-    return np.hstack([h[:, :3], h[:, 3:] + np.cross(c, h[:, :3])])
-
-
-def test_free_flight_conserves_momentum_and_energy(solo):
-    robot = solo.copy()
-    robot.params["gravity_z"] = 0.0
-    assert np.all(robot.friction(np.ones(robot.n)) == 0.0)  # Solo12's URDF has no joint friction
-    rng = np.random.default_rng(0)
-    q0 = robot.neutral()
-    q0[7:] = rng.uniform(-1, 1, robot.n - 6)
-    v0 = rng.uniform(-2, 2, robot.n)
-    errors = {}
-    for rate in (250.0, 1000.0):
-        run = robodyn.simulate(robot, duration=0.5, rate=rate, q0=q0, qd0=v0)
-        momentum = _spatial_momentum(robot, run.q, run.qd)
-        energy = run.energy(robot)
-        errors[rate] = (float(np.max(np.abs(momentum - momentum[0])) / np.max(np.abs(momentum[0]))),
-                        float(np.max(np.abs(energy - energy[0])) / energy[0]))
-        assert np.allclose(np.linalg.norm(run.q[:, 3:7], axis=1), 1.0, atol=1e-14)
-    assert max(errors[1000.0]) < 1e-10, errors
-    # RKMK4 is fourth order: 4x the rate, about 256x smaller errors (at least 100x)
-    assert errors[250.0][0] > 100 * errors[1000.0][0] and errors[250.0][1] > 100 * errors[1000.0][1], errors
+# Free flight (momentum and energy conserved): tests/test_floating_base_compiled_step.py, through the C loop.
 
 
 def test_recorded_accelerations_and_contact_forces_are_those_of_each_sample(solo):

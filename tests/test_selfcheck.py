@@ -112,3 +112,38 @@ def test_no_selfcheck_is_skipped_recorded_and_reported(tmp_path):
     # The check is part of the key: with it, another entry is built and checked.
     checked = subprocess.run(command[:-1] + ["--quiet"], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert checked.returncode == 0 and len(list(root.glob("pendulum-*"))) == 2
+
+
+@pytest.mark.parametrize("error", [2e-5, 1e-3])
+def test_the_difference_checks_catch_a_wrong_derivative(load, error):
+    """The differences' own error (their change when the step doubles) is subtracted before comparing: that
+    must not hide a derivative that is wrong by more than the tolerance."""
+    from codegen.extension.selfcheck import DIFFERENCE_TOLERANCE, _derivative_identities, _forward_derivative_check
+
+    robot = load("rr")
+    rng = np.random.default_rng(3)
+    values = {"q": rng.uniform(-2, 2, (4, robot.n)), "qd": rng.uniform(0.5, 2, (4, robot.n)),
+              "qdd": rng.uniform(-2, 2, (4, robot.n))}
+    values["tau"] = robot.inverse_dynamics(values["q"], values["qd"], values["qdd"])
+    has = {"inverse_dynamics", "inverse_dynamics_derivatives", "forward_dynamics", "forward_dynamics_derivatives"}
+    assert all(check.passed for check in _derivative_identities(robot, has, values))
+
+    class Wrong:  # the robot with a perturbed entry in each derivative
+        def __getattr__(self, name):
+            return getattr(robot, name)
+
+        def inverse_dynamics_derivatives(self, *args):
+            d_q, d_qd = robot.inverse_dynamics_derivatives(*args)
+            d_q[0, 0] += error * np.abs(robot.M(args[0])).max()
+            return d_q, d_qd
+
+        def forward_dynamics_derivatives(self, *args):
+            d_q, d_qd, d_tau = robot.forward_dynamics_derivatives(*args)
+            d_qd[-1, 0] += error * np.abs(d_qd).max()
+            return d_q, d_qd, d_tau
+
+    checks = _derivative_identities(Wrong(), has, values)
+    assert [c.name for c in checks if not c.passed] == ["inverse_dynamics_derivatives_vs_differences",
+                                                        "forward_dynamics_derivatives_vs_differences"]
+    assert min(c.error for c in checks) > DIFFERENCE_TOLERANCE
+    assert not _forward_derivative_check(Wrong(), values).passed

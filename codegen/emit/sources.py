@@ -13,7 +13,7 @@ Files, for a robot named ``rr``:
 * ``robot_table.h``: what the static Cython binding needs to export the table.
 
 Each routine's outputs are assigned after common-subexpression elimination
-across all of them; a ``TreeSolve`` is unrolled as a sparse L^T D L
+over its whole program, intermediates and outputs together (codegen.emit.cse); a ``TreeSolve`` is unrolled as a sparse L^T D L
 factorisation for the kinematic tree.
 """
 
@@ -32,6 +32,7 @@ from robodyn._version import __version__
 
 from ..model.program import needed_definitions
 from ..model.routines import DerivativeSolve, Expressions, RoutineDefinition, RoutineSet, TreeSolve, dimensions
+from .cse import eliminate
 from .printer import TRIG_FUNCTIONS, RobotCPrinter, count_operations, fold_constants
 
 
@@ -93,9 +94,12 @@ class _Block:
         prelude = [(symbol, value) for symbol, value in prelude if symbol not in self.emitted]
         self.emitted.update(symbol for symbol, _ in prelude)
         self.names.update({symbol: symbol.name for symbol, _ in prelude})
-        replacements, reduced = sp.cse(exprs, symbols=sp.numbered_symbols(f"{tag}_"), optimizations="basic",
-                                       order="canonical")
-        replacements = [(symbol, fold_constants(value)) for symbol, value in prelude] + list(replacements)
+        # One elimination over the program's intermediates and the outputs together (codegen.emit.cse).
+        values = [fold_constants(value) for _, value in prelude]
+        replacements, reduced = eliminate(values + exprs, sp.numbered_symbols(f"{tag}_"))
+        replacements = _topological(list(replacements) + [(symbol, value) for (symbol, _), value
+                                                          in zip(prelude, reduced[:len(values)])])
+        reduced = reduced[len(values):]
         self.cse_seconds += time.perf_counter() - started
         names = dict(self.names)
         for symbol, _ in replacements:
@@ -110,6 +114,34 @@ class _Block:
                 lines.append(f"{indent}{'const double ' + item if declare else item} = {text};")
             self.operations += count_operations(text)
         return lines
+
+
+
+
+def _post_order(roots: list, reads, done: set, visit) -> None:
+    """Depth first from each root in turn: ``visit(node)`` once everything ``reads(node)`` lists (in that order)
+    has been visited; ``done`` holds the visited nodes."""
+    stack = [(root, False) for root in reversed(roots)]
+    while stack:
+        node, expanded = stack.pop()
+        if node in done:
+            continue
+        if expanded:
+            done.add(node)
+            visit(node)
+            continue
+        stack.append((node, True))
+        stack.extend((s, False) for s in reversed(reads(node)) if s not in done)
+
+
+def _topological(values: list) -> list:
+    """(symbol, value) pairs reordered so that each comes after the values it reads (ties: given order)."""
+    defined = {symbol: k for k, (symbol, _) in enumerate(values)}
+    order: list = []
+    _post_order(list(range(len(values))), lambda k: sorted(defined[s] for s in values[k][1].free_symbols
+                                                           if s in defined), set(),
+                lambda k: order.append(values[k]))
+    return order
 
 
 def _schedule(values: list, outputs: list) -> list:
@@ -128,18 +160,8 @@ def _schedule(values: list, outputs: list) -> list:
     statements = []
     for k in order:
         target, value = outputs[k]
-        stack = [(symbol, False) for symbol in reversed(sorted((s for s in value.free_symbols if s in position),
-                                                               key=position.__getitem__))]
-        while stack:
-            symbol, expanded = stack.pop()
-            if symbol in done:
-                continue
-            if expanded:
-                done.add(symbol)
-                statements.append(("value", symbol, value_of[symbol]))
-                continue
-            stack.append((symbol, True))
-            stack.extend((s, False) for s in reversed(reads[symbol]) if s not in done)
+        _post_order(sorted((s for s in value.free_symbols if s in position), key=position.__getitem__),
+                    reads.__getitem__, done, lambda symbol: statements.append(("value", symbol, value_of[symbol])))
         statements.append(("output", target, value))
     # Values no output reads (a guard's, a later block's) keep their place at the end, in program order.
     statements += [("value", symbol, value) for symbol, value in values if symbol not in done]

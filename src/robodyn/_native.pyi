@@ -10,6 +10,8 @@ HEAVY_OPERATIONS: int
 INTEGRATORS: dict[str, int]
 CONTROLLERS: dict[str, int]
 REFERENCES: dict[str, int]
+DIVERGED: float
+QUATERNION_TOLERANCE: float
 
 class RobotCore:
     @property

@@ -76,6 +76,7 @@ cdef extern from "robodyn_sim.h" nogil:
         rd_kernel friction
         rd_kernel inverse_dynamics
         rd_kernel forward_dynamics
+        int floating
     ctypedef struct rd_reference:
         int kind
         double t0
@@ -119,10 +120,11 @@ cdef extern from "robodyn_sim.h" nogil:
         double* qdd_ref
         double* compute_time
     enum:
-        RD_OK, RD_ERR_SINGULAR, RD_ERR_NONFINITE, RD_ERR_ARGUMENT
+        RD_OK, RD_ERR_SINGULAR, RD_ERR_NONFINITE, RD_ERR_ARGUMENT, RD_ERR_DIVERGED
         RD_REF_HOLD, RD_REF_STEP, RD_REF_SINE, RD_REF_QUINTIC
         RD_CTRL_NONE, RD_CTRL_PD, RD_CTRL_PD_GRAVITY, RD_CTRL_COMPUTED_TORQUE, RD_CTRL_SLOTINE_LI, RD_CTRL_STATE_FEEDBACK
         RD_EULER, RD_SEMI_IMPLICIT_EULER, RD_RK4
+    const double RD_DIVERGED
     long rd_workspace_size(int n)
     void rd_reference_eval(const rd_reference* ref, int n, double t, double* q, double* qd, double* qdd)
     int rd_control(const rd_controller* ctrl, const double* q, const double* qd, const double* q_r,
@@ -398,6 +400,7 @@ cdef class RobotCore:
     cdef object _extension          # the robot module: keeps its code loaded
     cdef const rd_robot* _table
     cdef int _n
+    cdef int _nq                    # size of q: _n, or _n + 1 with a floating base (rd_model.floating)
     cdef cnp.ndarray _params
     cdef rd_core _core              # what a call needs (robodyn_call.h): slots, parameters, GIL mode
     cdef rd_model _model
@@ -460,6 +463,12 @@ cdef class RobotCore:
         self._has_model = (self._model.mass_matrix != NULL and self._model.coriolis_matrix != NULL
                            and self._model.gravity != NULL and self._model.friction != NULL
                            and self._model.inverse_dynamics != NULL and self._model.forward_dynamics != NULL)
+        # The size of q is forward dynamics' first input: n, or n + 1 for a floating base (free flyer).
+        r = _find(table, b"forward_dynamics")
+        self._nq = table.n if r == NULL else r.in_size[0]
+        self._model.floating = self._nq == table.n + 1 and table.n >= 6
+        if self._nq != table.n and not self._model.floating:
+            self._has_model = False  # a layout the integrators do not know
         self._step_work = np.zeros(rd_workspace_size(self._n), dtype=np.float64)
 
     cdef rd_kernel _kernel(self, const char* name) noexcept:
@@ -660,38 +669,59 @@ cdef class RobotCore:
         return ControlLaw(self, controller, kp, kd, tau_limit, reference, t0, duration, a, b, omega, phase,
                           friction_at_reference, gain, tau_ref)
 
-    def _step(self, q, qd, tau, h=None, double dt=1e-3, int substeps=1, str integrator="rk4"):
-        """Advance the state arrays q and qd in place by ``substeps`` steps of dt, torque and wrench held."""
+    def _step(self, q, qd, tau, h=None, double dt=1e-3, int substeps=1, str integrator="rk4", qdd0=None):
+        """Advance the state arrays q and qd in place by ``substeps`` steps of dt, torque and wrench held;
+        ``qdd0`` (optional, (n,)) receives the acceleration at the initial state. A floating base's q has nq =
+        n + 1 values and moves on SE(3) x R^n (rk4: Runge-Kutta-Munthe-Kaas; semi-implicit-euler), exactly as
+        robodyn.floating_step.ManifoldStepper; a step that diverges raises FloatingPointError."""
         self._require_model()
         method = INTEGRATORS.get(integrator)
         if method is None:
             raise ValueError(f"unknown integrator {integrator!r}; expected one of {', '.join(INTEGRATORS)}")
+        if self._model.floating and method == RD_EULER:
+            raise ValueError(f"{self._name()}: a floating base integrates with rk4 or semi-implicit-euler, got "
+                             f"{integrator!r}")
         if not (dt > 0.0 and isfinite(dt)) or substeps < 1:
             raise ValueError("dt must be positive and finite and substeps at least 1")
-        cdef int n = self._n
+        cdef int n = self._n, nq = self._nq
         # Fast path as for the routines: exact, writable, finite ndarrays that do not overlap.
-        cdef double* qp = <double*>_fast_vector(q, n)
+        cdef double* qp = <double*>_fast_vector(q, nq)
         cdef double* qdp = <double*>_fast_vector(qd, n)
         cdef const double* taup = _fast_vector(tau, n)
         cdef const double* hp = NULL if h is None else _fast_vector(h, WRENCH)
         if (qp == NULL or qdp == NULL or taup == NULL or (h is not None and hp == NULL)
                 or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>q) or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>qd)
-                or _overlaps(qp, n, qdp, n)
-                or not isfinite(_sum(qp, n) + _sum(qdp, n) + _sum(taup, n) + _sum(self._core.p, self._core.n_params)
+                or _overlaps(qp, nq, qdp, n)
+                or not isfinite(_sum(qp, nq) + _sum(qdp, n) + _sum(taup, n) + _sum(self._core.p, self._core.n_params)
                                 + (0.0 if hp == NULL else _sum(hp, WRENCH)))):
-            qp = _data(_checked(q, "q", -1, n, True))
+            qp = _data(_checked(q, "q", -1, nq, True))
             qdp = _data(_checked(qd, "qd", -1, n, True))
-            _check_finite(qp, n, "q")
+            _check_finite(qp, nq, "q")
             _check_finite(qdp, n, "qd")
             taup = _data(_checked(tau, "tau", -1, n, False))
             hp = NULL if h is None else _data(_checked(h, "h", -1, WRENCH, False))
-            if _overlaps(qp, n, qdp, n):
+            if _overlaps(qp, nq, qdp, n):
                 raise ValueError("q and qd must not share memory")
             _check_finite(self._core.p, self._core.n_params, "params")
+        if self._model.floating:
+            _check_quaternion(qp, "q")
+        cdef double* accp = NULL
+        if qdd0 is not None:
+            accp = <double*>_fast_vector(qdd0, n)
+            if accp == NULL or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>qdd0):
+                accp = _data(_checked(qdd0, "qdd0", -1, n, True))
+            if (_overlaps(accp, n, qp, nq) or _overlaps(accp, n, qdp, n) or _overlaps(accp, n, taup, n)
+                    or (hp != NULL and _overlaps(accp, n, hp, WRENCH))):
+                raise ValueError("qdd0: must not share memory with q, qd, tau or h")
         cdef int status = rd_step(&self._model, method, dt, substeps, qp, qdp, taup, hp,
-                                  <double*>cnp.PyArray_DATA(self._step_work), NULL)
+                                  <double*>cnp.PyArray_DATA(self._step_work), accp)
+        if status == RD_ERR_DIVERGED:
+            _raise_diverged(self._name(), qdp, n, dt, "")
         if status != RD_OK:
             _raise_status(status, "step")
+
+    cdef str _name(self):
+        return (<bytes>self._table.robot).decode("utf-8", "replace")
 
     def _simulate(self, law, q, qd, qdd, tau, q_ref, qd_ref, qdd_ref, compute_time, double period,
                  str integrator="rk4", int substeps=1, disturbance=None, wrench=None, bint measure_time=True,
@@ -699,30 +729,39 @@ cdef class RobotCore:
         """Closed-loop simulation over len(q) - 1 control periods, in C without the GIL.
 
         ``law``: a ControlLaw capsule (``ControlLaw.capsule()``, whose model may be another robot with
-        the same n). q and qd: (ticks + 1, n) arrays whose first row is the initial state; the
-        other outputs are arrays of the same shape or None (compute_time: (ticks + 1,)).
+        the same n). q and qd: (ticks + 1, nq) and (ticks + 1, n) arrays whose first row is the initial
+        state; the other outputs are (ticks + 1, n) arrays or None (compute_time: (ticks + 1,)). A floating
+        base (nq = n + 1) is integrated as by ``_step`` and runs the law "none" only.
         ``actuation``: None (every joint has a motor) or n values, 1 on a motorised joint and 0 on a
         passive one, where the controller's torque is dropped.
         """
         self._require_model()
-        cdef int n = self._n
+        cdef int n = self._n, nq = self._nq
         if integrator not in INTEGRATORS:
             raise ValueError(f"unknown integrator {integrator!r}; expected one of {', '.join(INTEGRATORS)}")
+        if self._model.floating and INTEGRATORS[integrator] == RD_EULER:
+            raise ValueError(f"{self._name()}: a floating base integrates with rk4 or semi-implicit-euler, got "
+                             f"{integrator!r}")
         if not PyCapsule_IsValid(law, rd_law_capsule_name):
             raise TypeError("law: expected ControlLaw.capsule() from this robodyn runtime")
         cdef rd_law* c_law = <rd_law*>PyCapsule_GetPointer(law, rd_law_capsule_name)
         if c_law.controller.model.n != n:
             raise ValueError(f"law: its model has {c_law.controller.model.n} joints, this robot {n}")
+        if self._model.floating and c_law.controller.kind != RD_CTRL_NONE:
+            raise ValueError(f"law: {self._name()} has a floating base; the compiled loop runs it with the law "
+                             "'none' only (the joint-space laws take q as n joint positions)")
         if not (period > 0.0 and isfinite(period)) or substeps < 1:
             raise ValueError("period must be positive and finite and substeps at least 1")
         if not cnp.PyArray_Check(q) or cnp.PyArray_NDIM(<cnp.ndarray>q) != 2:
-            raise ValueError("q: expected an array of shape (ticks + 1, n)")
+            raise ValueError("q: expected an array of shape (ticks + 1, nq)")
         cdef Py_ssize_t rows = cnp.PyArray_DIM(<cnp.ndarray>q, 0)
         if rows < 1:
             raise ValueError("q: needs at least one row (the initial state)")
-        arrays = [_checked(q, "q", rows, n, True), _checked(qd, "qd", rows, n, True)]
-        _check_finite(_data(arrays[0]), n, "q[0]")
+        arrays = [_checked(q, "q", rows, nq, True), _checked(qd, "qd", rows, n, True)]
+        _check_finite(_data(arrays[0]), nq, "q[0]")
         _check_finite(_data(arrays[1]), n, "qd[0]")
+        if self._model.floating:
+            _check_quaternion(_data(arrays[0]), "q[0]")
         for name, value in (("qdd", qdd), ("tau", tau), ("q_ref", q_ref), ("qd_ref", qd_ref), ("qdd_ref", qdd_ref)):
             arrays.append(None if value is None else _checked(value, name, rows, n, True))
         if (q_ref is None) != (qd_ref is None) or (q_ref is None) != (qdd_ref is None):
@@ -775,8 +814,11 @@ cdef class RobotCore:
                                      &failed)
             if status == RD_OK:
                 PyErr_CheckSignals()
+        where = f"simulation stopped at tick {failed} (t = {failed * period:.6g} s)"
+        if status == RD_ERR_DIVERGED:  # row failed + 1 holds the velocity that diverged
+            _raise_diverged(self._name(), _data(arrays[1]) + (failed + 1) * n, n, period / substeps, f" ({where})")
         if status != RD_OK:
-            _raise_status(status, f"simulation stopped at tick {failed} (t = {failed * period:.6g} s)")
+            _raise_status(status, where)
 
 
 # The routine methods reach a robot's rd_core directly (robodyn_method.h): tell them where it is.
@@ -822,6 +864,39 @@ cdef inline double* _data(object a):
     return NULL if a is None else <double*>cnp.PyArray_DATA(<cnp.ndarray>a)
 
 
+#: Beyond this speed (rad/s or m/s) a floating base's run has diverged (robodyn_sim.h; floating_step.DIVERGED).
+DIVERGED = RD_DIVERGED
+#: A floating base's quaternion may be off unit norm by this much (floating_base.QUATERNION_TOLERANCE, which the
+#: generated kernels check too).
+QUATERNION_TOLERANCE = 1e-6
+cdef double _NORM2_LOW = (1.0 - QUATERNION_TOLERANCE) ** 2, _NORM2_HIGH = (1.0 + QUATERNION_TOLERANCE) ** 2
+
+
+cdef int _check_quaternion(const double* q, str name) except -1:
+    """Refuse a floating base's quaternion q[3:7] of other than unit norm, as the kernels would (they only
+    report a failure, which the step could not tell from a singular M)."""
+    cdef double norm2 = q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6]
+    if not (_NORM2_LOW <= norm2 <= _NORM2_HIGH):
+        raise ValueError(f"{name}: the base quaternion q[3:7] (x, y, z, w) must have unit norm (within "
+                         f"{QUATERNION_TOLERANCE:g}); its norm is {norm2 ** 0.5:.17g} — "
+                         "robodyn.floating_base.normalize(q) rescales it")
+    return 0
+
+
+cdef object _raise_diverged(str robot, const double* qd, int n, double dt, str where):
+    """floating_step.ManifoldStepper._check's error: the step outran a fast mode of the model."""
+    cdef double largest = 0.0
+    cdef int i
+    for i in range(n):
+        if not isfinite(qd[i]) or abs(qd[i]) > largest:
+            largest = abs(qd[i])
+            if not isfinite(largest):
+                break
+    raise FloatingPointError(f"{robot}: the integration diverged (a velocity reached {largest:.3g}) with steps "
+                             f"of {dt:g} s{where}; the model has modes faster than that (stiff joint damping, "
+                             "light links): use more substeps")
+
+
 cdef object _raise_status(int status, str where):
     if status == RD_ERR_SINGULAR:
         raise FloatingPointError(f"{where}: the mass matrix is not positive definite; check the parameters")
@@ -858,6 +933,7 @@ cdef class ControlLaw:
     cdef rd_law _law
     cdef RobotCore _model
     cdef int _n
+    cdef int _nq           # the model's q: n, or n + 1 for a floating base (the law "none" only)
     cdef tuple _arrays     # keeps gains and reference arrays alive
     cdef cnp.ndarray _work
     cdef cnp.ndarray _ref_q, _ref_qd, _ref_qdd
@@ -871,8 +947,13 @@ cdef class ControlLaw:
             raise ValueError(f"unknown reference {reference!r}; expected one of {', '.join(REFERENCES)}")
         cdef int n = model._n
         self._n = n
+        self._nq = model._nq
         self._model = model
         self._law.controller.kind = CONTROLLERS[controller]
+        if model._model.floating and self._law.controller.kind != RD_CTRL_NONE:
+            raise ValueError(f"controller {controller!r}: {model._name()} has a floating base, whose q holds the "
+                             "base's pose: the joint-space laws are for fixed bases ('none' runs on any; "
+                             "robodyn.whole_body controls a floating base on contacts)")
         self._law.controller.model = &model._model
         arrays = []
         for name, value in (("kp", kp), ("kd", kd), ("tau_limit", tau_limit), ("a", a), ("b", b),
@@ -933,14 +1014,14 @@ cdef class ControlLaw:
         return q, qd, qdd
 
     def __call__(self, double t, q, qd, out=None):
-        """Joint torque for the state (q, qd) at time t."""
-        cdef int n = self._n
-        cdef const double* qp = _fast_vector(q, n)
+        """Joint torque for the state (q, qd) at time t (q of nq values: n + 1 for a floating base)."""
+        cdef int n = self._n, nq = self._nq
+        cdef const double* qp = _fast_vector(q, nq)
         cdef const double* qdp = _fast_vector(qd, n)
         cdef double* tp
         cdef cnp.ndarray result
-        if qp == NULL or qdp == NULL or not isfinite(_sum(qp, n) + _sum(qdp, n)):
-            q = _checked(_as_array(q, "q"), "q", -1, n, False)
+        if qp == NULL or qdp == NULL or not isfinite(_sum(qp, nq) + _sum(qdp, n)):
+            q = _checked(_as_array(q, "q"), "q", -1, nq, False)
             qd = _checked(_as_array(qd, "qd"), "qd", -1, n, False)
             qp = _data(q)
             qdp = _data(qd)
@@ -950,7 +1031,7 @@ cdef class ControlLaw:
             result = _empty(1, dims)
         else:
             result = _checked(out, "out", -1, n, True)
-            if _overlaps(_data(result), n, qp, n) or _overlaps(_data(result), n, qdp, n):
+            if _overlaps(_data(result), n, qp, nq) or _overlaps(_data(result), n, qdp, n):
                 raise ValueError("out: must not share memory with q or qd")
         tp = <double*>cnp.PyArray_DATA(result)
         cdef double* work = <double*>cnp.PyArray_DATA(self._work)

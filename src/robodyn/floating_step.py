@@ -7,6 +7,10 @@ v + ½ [Ω, v] + 1/12 [Ω, [Ω, v]] (truncated where it no longer changes the or
 the step is fourth-order accurate. "semi-implicit-euler" updates v, then moves q with the new v (first order,
 symplectic). Accelerations are the free forward dynamics, or the contact-constrained ones (robodyn.contact) with
 the contacts anchored where the run starts.
+
+A floating base without contacts is simulated by the compiled twin of this class (``rd_step`` in
+native/robodyn_sim.c, the same arithmetic: tests/test_floating_base_compiled_step.py holds them equal to 1e-13);
+ManifoldStepper serves contacts, and is the reference.
 """
 
 from __future__ import annotations
@@ -24,12 +28,17 @@ def _bracket(omega: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.concatenate([np.cross(omega[3:], v[:3]) + np.cross(omega[:3], v[3:]), np.cross(omega[3:], v[3:])])
 
 
+def check_integrator(robot, integrator: str) -> None:
+    """Refuse an integrator a floating base or contacts do not support (only MANIFOLD_INTEGRATORS)."""
+    if integrator not in MANIFOLD_INTEGRATORS:
+        what = "a floating base" if getattr(robot, "is_floating_base", False) else "contacts"
+        raise ValueError(f"{robot.name}: {what} integrate with {' or '.join(MANIFOLD_INTEGRATORS)}, "
+                         f"got {integrator!r}")
+
+
 class ManifoldStepper:
     def __init__(self, robot, integrator: str, contacts=None):
-        if integrator not in MANIFOLD_INTEGRATORS:
-            what = "a floating base" if getattr(robot, "is_floating_base", False) else "contacts"
-            raise ValueError(f"{robot.name}: {what} integrate with {' or '.join(MANIFOLD_INTEGRATORS)}, "
-                             f"got {integrator!r}")
+        check_integrator(robot, integrator)
         self.robot = robot
         self.integrator = integrator
         self.floating = bool(getattr(robot, "is_floating_base", False))
@@ -103,7 +112,7 @@ class ManifoldStepper:
                                      f"{float(np.max(np.abs(v))):.3g}) with steps of {dt:g} s; the model has modes "
                                      "faster than that (stiff joint damping, light links): use more substeps")
 
-#: Beyond this speed (rad/s or m/s) a run has diverged.
+#: Beyond this speed (rad/s or m/s) a run has diverged (RD_DIVERGED in native/robodyn_sim.h: the same).
 DIVERGED = 1e6
 
 #: Baumgarte stiffness [1/s²] of contacts given by name to the simulation (critically damped): a drift of the

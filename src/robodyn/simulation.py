@@ -217,17 +217,26 @@ class SimulatedPlant:
         self.integrator = integrator
         self.substeps = int(substeps)
         self.rtol, self.atol = rtol, atol
-        # A floating base (its configuration on SE(3)) or contacts: the manifold stepper (robodyn.floating_step).
+        # Contacts: the manifold stepper in Python (robodyn.floating_step). A floating base without them: the
+        # compiled step, the same RKMK4 or semi-implicit Euler on SE(3) x R^n (rd_step in robodyn_sim.c).
         self.manifold = None
-        if getattr(robot, "is_floating_base", False) or contacts is not None:
+        floating = bool(getattr(robot, "is_floating_base", False))
+        self.floating = floating and contacts is None
+        if contacts is not None:
             from .floating_step import ManifoldStepper
 
             self.manifold = ManifoldStepper(robot, integrator, contacts)
-        self.q = _state(robot.neutral() if q0 is None and self.manifold is not None else q0, "q0", self.nq)
+        elif floating:
+            from .floating_step import check_integrator
+
+            check_integrator(robot, integrator)
+        self.q = _state(robot.neutral() if q0 is None and (floating or contacts is not None) else q0, "q0", self.nq)
         self.qd = _state(qd0, "qd0", self.n)
         if self.manifold is not None:
             self.q[:] = self.manifold.start(self.q)
-        # A manifold plant's acceleration and contact forces at the state before its last write.
+        elif self.floating:
+            self.q[:] = robot._positions(self.q, "q0")  # a unit quaternion (within the tolerance)
+        # A floating or manifold plant's acceleration (and contact forces) at the state before its last write.
         self.last_acceleration: np.ndarray | None = None
         self.last_forces: np.ndarray | None = None
         self.tick = 0
@@ -343,6 +352,9 @@ class SimulatedPlant:
             except (ValueError, ArithmeticError):  # did the step cross a singularity? then say where
                 self._explain_failed_step(before, applied, h)
                 raise
+        elif self.floating:  # one C call for every substep; qdd at the tick's own state, as the manifold records
+            self.last_acceleration = np.empty(self.n)
+            self._step(self.q, self.qd, applied, h, self._dt, self.substeps, self.integrator, self.last_acceleration)
         elif self._step is not None:
             self._step(self.q, self.qd, applied, h, self._dt, self.substeps, self.integrator)
         elif self.manifold is not None:
@@ -560,17 +572,21 @@ class Harness:
             plant.disturbance.require(ticks + 1)
             plant.wrench.require(ticks + 1)
         # The C loop runs the law built into a BuiltinController; a subclass overriding __call__ needs Python.
-        if (not realtime and isinstance(plant, SimulatedPlant) and plant.compiled
-                and isinstance(controller, BuiltinController)
-                and type(controller).__call__ is BuiltinController.__call__):
-            return self._run_compiled(ticks)
+        # ZeroTorque is NoControl's law in Python. A floating base runs the law "none" only: the joint-space laws
+        # read q as n joint positions, a floating base's q holds its pose.
+        if not realtime and isinstance(plant, SimulatedPlant) and plant.compiled:
+            if type(controller) is ZeroTorque and controller.n == plant.n:
+                controller = NoControl(plant.robot)
+            if (isinstance(controller, BuiltinController) and type(controller).__call__ is BuiltinController.__call__
+                    and (not plant.floating or controller.law == "none")):
+                return self._run_compiled(ticks, controller)
         return self._run_ticks(ticks, realtime, spin)
 
     # -- whole horizon in C ---------------------------------------------------
-    def _run_compiled(self, ticks: int) -> Trajectory:
-        plant, controller = self.plant, self.controller
+    def _run_compiled(self, ticks: int, controller: BuiltinController) -> Trajectory:
+        plant = self.plant
         n, rows = plant.n, ticks + 1
-        q = np.empty((rows, n))
+        q = np.empty((rows, plant.nq))
         qd = np.empty((rows, n))
         q[0], qd[0] = plant.q, plant.qd
         qdd, tau = np.empty((rows, n)), np.empty((rows, n))
@@ -745,7 +761,9 @@ def simulate(robot, controller=None, *, duration: float, rate: float = 1000.0, q
 
     ``contacts`` (frame names, ``robodyn.contact.Contact`` or a ``ContactDynamics``) holds link frames to the
     world where they start; a floating-base robot (q of size nq) is integrated on its configuration manifold
-    (robodyn.floating_step; ``q0`` defaults to ``robot.neutral()``).
+    (robodyn.floating_step; ``q0`` defaults to ``robot.neutral()``): without contacts in C, the whole run in
+    one call for free motion (``controller`` None, NoControl or ZeroTorque), a Python tick loop around the
+    compiled step otherwise; with contacts in Python.
 
     ``controller`` is a built-in controller (robodyn.control) or any callable
     ``tau = f(t, q, qd)``. ``q0``/``qd0`` default to zero. ``spin``: see ``Harness.run``
@@ -753,8 +771,9 @@ def simulate(robot, controller=None, *, duration: float, rate: float = 1000.0, q
     real-time pacing. A closed chain's run raises SingularityError when its normalised type-2 measure
     falls below ``singularity_margin`` (0 turns the check off).
     """
-    if controller is None:
-        python_loop = getattr(robot, "is_constrained", False) or getattr(robot, "is_floating_base", False)
+    if controller is None:  # in Python: a closed chain simulated with multipliers, a floating base on contacts
+        python_loop = getattr(robot, "is_constrained", False) or (
+            getattr(robot, "is_floating_base", False) and contacts is not None)
         controller = ZeroTorque(robot.n) if python_loop else NoControl(robot)
     if isinstance(rate, bool) or not isinstance(rate, (int, float, np.integer, np.floating)) or not (
             0.0 < rate < math.inf):

@@ -11,6 +11,9 @@
  *
  * Conventions: arrays are double, row-major; n is the number of joints;
  *   M(q) qdd + C(q, qd) qd + g(q) + friction(qd) = tau + J(q)^T h.
+ * A floating base (rd_model.floating) follows Pinocchio's free flyer: q = (base position,
+ * unit quaternion x y z w, joints) has nq = n + 1 values, qd = (base linear and angular
+ * velocity in the base frame, joint rates) n; qd, qdd and tau have n, q has nq.
  */
 #ifndef ROBODYN_SIM_H
 #define ROBODYN_SIM_H
@@ -33,14 +36,26 @@ typedef struct {
     rd_kernel friction;          /* in: qd             out: friction torque */
     rd_kernel inverse_dynamics;  /* in: q, qd, qdd, h  out: tau */
     rd_kernel forward_dynamics;  /* in: q, qd, tau, h  out: qdd; nonzero if M is not positive definite */
+    int floating;      /* 0: q has n values; 1: a floating base, q has nq = n + 1 (see above). Last, so that
+                          an initialiser written before it existed leaves it 0 */
 } rd_model;
+
+/* The size of q for a model: n, or n + 1 with a floating base. */
+#define RD_NQ(model) ((model)->floating ? (model)->n + 1 : (model)->n)
+
+/* A floating base's run has diverged when a velocity leaves [-RD_DIVERGED, RD_DIVERGED] (rad/s or m/s;
+ * robodyn.floating_step.DIVERGED). */
+#define RD_DIVERGED 1e6
 
 /* Status codes. */
 enum {
     RD_OK = 0,
     RD_ERR_SINGULAR = 1,   /* forward dynamics failed: M(q) not positive definite */
     RD_ERR_NONFINITE = 2,  /* the state or a torque became NaN or infinite (the simulation diverged) */
-    RD_ERR_ARGUMENT = 3    /* unknown kind, non-positive step, n mismatch */
+    RD_ERR_ARGUMENT = 3,   /* unknown kind, non-positive step, n mismatch, a law or integrator a floating base
+                              does not support */
+    RD_ERR_DIVERGED = 4    /* a floating base's velocity left +-RD_DIVERGED or became NaN; rd_step leaves qd at
+                              that velocity and q where the failed step started */
 };
 
 /* Desired motion q_r(t) with its first two derivatives. */
@@ -106,7 +121,7 @@ typedef struct {
                                   dropped before the disturbance is added; NULL: every joint has a motor */
 } rd_sim_config;
 
-/* Samples k = 0..ticks (ticks + 1 rows, row k at t = k * period). q[0..n) and qd[0..n)
+/* Samples k = 0..ticks (ticks + 1 rows, row k at t = k * period). q[0..nq) and qd[0..n)
  * hold the initial state on entry. Optional outputs may be NULL. tau is the motors' torque
  * (the controller's, zero on passive joints, before disturbance); qdd the acceleration under the applied torque and wrench. */
 typedef struct {
@@ -116,6 +131,7 @@ typedef struct {
     double *compute_time;      /* seconds per tick: controller + integration */
 } rd_trajectory;
 
+/* Doubles of workspace for n velocity coordinates, fixed or floating base. */
 long rd_workspace_size(int n);
 
 void rd_reference_eval(const rd_reference *ref, int n, double t, double *q, double *qd, double *qdd);
@@ -125,13 +141,17 @@ int rd_control(const rd_controller *ctrl, const double *q, const double *qd, con
                const double *qd_r, const double *qdd_r, double *tau, double *work);
 
 /* Advance (q, qd) in place by `substeps` steps of dt under constant tau and wrench h (may be NULL).
- * qdd0 (may be NULL) receives the acceleration at the initial state, which every method computes. */
+ * qdd0 (may be NULL) receives the acceleration at the initial state, which every method computes.
+ * A floating base moves on SE(3) x R^n (robodyn.floating_step, the same arithmetic): RD_RK4 is
+ * Runge-Kutta-Munthe-Kaas of order 4, RD_SEMI_IMPLICIT_EULER updates qd then moves q by q (+) dt qd;
+ * RD_EULER is refused (RD_ERR_ARGUMENT). */
 int rd_step(const rd_model *plant, int integrator, double dt, int substeps, double *q, double *qd,
             const double *tau, const double *h, double *work, double *qdd0);
 
 /* Whole-horizon closed-loop simulation; on failure *failed_tick is the tick at which it stopped:
  * rows before it are complete, row k's outputs other than q and qd are unset, and later rows may
- * hold partial values. */
+ * hold partial values. q's rows have RD_NQ(plant) values, the other arrays' n. A floating-base
+ * plant runs only RD_CTRL_NONE (the joint-space laws read q as n joint positions). */
 int rd_simulate(const rd_model *plant, const rd_controller *ctrl, const rd_reference *ref,
                 const rd_sim_config *config, const rd_trajectory *out, double *work, long *failed_tick);
 
