@@ -385,11 +385,12 @@ def _kernel_signature(prefix: str, routine, suffix: str = "_kernel") -> str:
 
 
 #: A routine with operations in this range has its arithmetic also compiled for x86-64-v3 (AVX2, FMA), chosen at
-#: load time (GCC's target_clones; elsewhere the plain build only). Such straight-line code is larger than the
-#: instruction cache and its speed follows its size: on the Panda the derivative routines' kernels shrink from
-#: 82 and 100 kB to 51 and 63 kB and run in 0.64x the time. Smaller routines keep one build, and so do the
-#: largest (a second build of them would add tens of seconds of compilation).
-_CLONE_OPERATIONS = (6000, 40000)
+#: load time (GCC's target_clones; elsewhere the plain build only). SSE2's two-operand arithmetic needs a register
+#: copy for every value used twice, and a multiply-add is two instructions: on the Panda (callgrind, kernels only)
+#: M takes 1,048 instructions instead of 1,503, inverse dynamics 1,887 instead of 3,052, forward dynamics 2,714
+#: instead of 4,344, g 689 instead of 1,013; the derivative kernels shrink from 82 and 100 kB to 51 and 63 kB. The
+#: tiniest routines keep one build, and so do the largest (a second build of them would add tens of seconds).
+_CLONE_OPERATIONS = (300, 40000)
 #: At most this many operations of a robot are cloned, routines taken in the table's order (the dynamics
 #: first): a humanoid has a dozen routines in that range, and cloning all of them doubled its compile time.
 _CLONE_BUDGET = 60000
