@@ -351,15 +351,22 @@ def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str
             lines += [f"    {outputs[k]}[{i}] = result_{k}_{i};" for i in range(len(matrix))]
         lines.append("    return 0;")
     else:
-        assignments = []
+        assignments, copies = [], []
         for k, matrix in enumerate(value.outputs):
             entries = _entries(matrix, outputs[k])
             zeros = [target for target, e in entries if e == 0]
             if len(zeros) >= _ZERO_LOOP:  # one loop, not thousands of stores (regressors, K): compile time
                 lines.append(f"    for (int i = 0; i < {len(entries)}; ++i) {outputs[k]}[i] = 0.0;")
                 entries = [(target, e) for target, e in entries if e != 0]
-            assignments += entries
-        lines += block.assign(assignments, routine.name)
+            # An entry above the diagonal that is its mirror's expression (M) is a copy of it: then the output is
+            # symmetric to the bit whatever the compiler does (an AVX2/FMA build computed the two apart, 1 ulp off).
+            rows, cols = matrix.shape
+            mirrored = {f"{outputs[k]}[{i * cols + j}]": f"{outputs[k]}[{j * cols + i}]"
+                        for i in range(rows) for j in range(i + 1, cols)
+                        if rows == cols and matrix[i, j] != 0 and matrix[i, j] == matrix[j, i]}
+            copies += [f"    {target} = {mirrored[target]};" for target, _ in entries if target in mirrored]
+            assignments += [(target, e) for target, e in entries if target not in mirrored]
+        lines += block.assign(assignments, routine.name) + copies
         if routine.failure:
             lines.append("    return 0;")
     used = "\n".join(lines)

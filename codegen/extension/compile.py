@@ -38,12 +38,15 @@ BINDING = Path(__file__).resolve().parent / "binding.pyx"
 # The robot's arithmetic: -O2 (-O3 adds compile time, not speed, to straight-line code);
 # -g0: Python's own CFLAGS ask for debug information, which costs a third of the compile time;
 # -fno-math-errno: sin, cos and sqrt need not set errno, so they can be inlined and vectorised.
-ROBOT_FLAGS = ("-O2", "-g0", "-fno-math-errno")
+# -fno-tree-slp-vectorize: GCC's straight-line vectoriser gains nothing on this code (the Panda's inverse
+# dynamics has as many instructions without it) but may compute one value twice, in a vector lane and in scalar
+# code, contracted into FMAs differently: an AVX2 build then wrote M[4, 6] and M[6, 4] one ulp apart.
+ROBOT_FLAGS = ("-O2", "-g0", "-fno-math-errno", "-fno-tree-slp-vectorize")
 # A routine of more operations than LARGE_ROUTINE compiles at -O1: GCC's -O2 passes take 1.5-2x as long on
 # such straight-line code for about 6% more instructions (callgrind, iCub's Coriolis matrix and inverse-dynamics
 # derivatives), and it is these routines (regressors and derivatives of a humanoid) that a build waits for.
 LARGE_ROUTINE = 16000
-LARGE_ROUTINE_FLAGS = ("-O1", "-g0", "-fno-math-errno")
+LARGE_ROUTINE_FLAGS = ("-O1", "-g0", "-fno-math-errno", "-fno-tree-slp-vectorize")
 # The binding is Python-object glue run once at import: optimising it only costs compile time.
 BINDING_FLAGS = ("-O0", "-g0")
 TIMEOUT_S = 600.0

@@ -482,9 +482,9 @@ def base_parameters(description, Y, definitions, inputs, names, layout, seed: in
         scaled[:, silent[dependent]] = 0.0
         return scaled * norms[dependent][None, :] / norms[independent][:, None]
 
-    K = sp.zeros(len(independent), p)
+    K = [[sp.Integer(0)] * p for _ in independent]  # rows of lists: SymPy's item access is slow in these loops
     for row, column in enumerate(independent):
-        K[row, column] = 1
+        K[row][column] = sp.Integer(1)
     symbolic, exact = bool(geometric), True
     defaults = np.array([float(p.default) for p in description.parameters], dtype=float)
     try:  # β found numerically at one generic point, then exactly in the parameters Y has, if any
@@ -506,20 +506,21 @@ def base_parameters(description, Y, definitions, inputs, names, layout, seed: in
         for row in range(len(independent)):
             value = beta[d_index][row]
             # Exact binary fractions of URDF numbers: as doubles (exact to rounding) in the C code.
-            K[row, column] = sp.Float(value, 17) if isinstance(value, sp.Rational) and value.q > 10**9 else value
-    _verify(description, evaluate, K, independent, rng, defaults_only)
-    restriction = _gravity_restriction(description, evaluate, K, independent, rng)
+            K[row][column] = sp.Float(value, 17) if isinstance(value, sp.Rational) and value.q > 10**9 else value
+    K_matrix = sp.ImmutableMatrix(K)
+    _verify(description, evaluate, K_matrix, independent, rng, defaults_only)
+    restriction = _gravity_restriction(description, evaluate, K_matrix, independent, rng)
 
     base_names, expressions = [], []
     symbols = sp.symbols(" ".join(names), real=True) if len(names) > 1 else (sp.Symbol(names[0], real=True),)
     for row, column in enumerate(independent):
-        grouped = any(K[row, d] != 0 for d in dependent)
+        grouped = any(K[row][d] != 0 for d in dependent)
         base_names.append(names[column] + ("R" if grouped else ""))
-        expression = sum((_readable(K[row, j]) * symbols[j] for j in range(p) if K[row, j] != 0), sp.Integer(0))
+        expression = sum((_readable(K[row][j]) * symbols[j] for j in range(p) if K[row][j] != 0), sp.Integer(0))
         expressions.append(sp.sstr(expression, order="none"))
     known_zero = tuple(row for row in range(len(independent))
-                       if all(K[row, j] == 0 or j in zeros for j in range(p)))
-    return BaseParameters(tuple(independent), tuple(base_names), sp.ImmutableMatrix(K), tuple(expressions),
+                       if all(K[row][j] == 0 or j in zeros for j in range(p)))
+    return BaseParameters(tuple(independent), tuple(base_names), K_matrix, tuple(expressions),
                           known_zero, symbolic, defaults_only, time.perf_counter() - start, restriction)
 
 
@@ -643,6 +644,7 @@ def _precise_combinations(evaluate, description, independent, dependent, beta_nu
     states = [np.asarray(x, dtype=np.longdouble) for x in _random_states(description, count, rng)]
     params = np.array([float(p.default) for p in description.parameters], dtype=np.longdouble)
     rows = evaluate(*states, params).reshape(-1, evaluate.columns)  # long double where NumPy keeps it
+    maxima = np.abs(rows).max(axis=0).astype(float)  # of each column: what a coefficient's effect is relative to
     more: list = []  # equations enough for every independent column at once, made when first needed
 
     def every_column():
@@ -664,9 +666,10 @@ def _precise_combinations(evaluate, description, independent, dependent, beta_nu
                 solver = every_column()
                 support, used = list(range(len(independent))), solver.rows
                 x, fits = solver.solve(d)
-            scale = float(np.abs(used[:, d]).max()) or 1.0
+            largest = maxima if used is rows else solver.maxima
+            scale = float(largest[d]) or 1.0
             for position, k in enumerate(support):
-                contribution = abs(float(x[position])) * float(np.abs(used[:, independent[k]]).max())
+                contribution = abs(float(x[position])) * float(largest[independent[k]])
                 if contribution > 1e-14 * scale:
                     beta[k] = _rounded(float(x[position]))
         result.append(beta)
@@ -681,6 +684,7 @@ class _RefinedSolver:
         import scipy.linalg
 
         self.rows, self.A_long = rows, rows[:, columns]
+        self.maxima = np.abs(rows).max(axis=0).astype(float)
         # Equations where none of the columns appear cannot be among the chosen: leaving them out keeps the
         # pivoted QR small (a body's columns appear only in its ancestors' rows).
         informative = np.flatnonzero(np.any(self.A_long != 0, axis=1))
