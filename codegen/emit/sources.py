@@ -46,7 +46,7 @@ class GeneratedSources:
     metadata: dict
     operation_counts: dict = field(default_factory=dict)  # by routine
     timings: dict = field(default_factory=dict)
-    file_operations: dict = field(default_factory=dict)  # by translation unit: its routine's operations
+    quick_files: tuple[str, ...] = ()  # translation units to compile for build time rather than speed
 
 
 def _output_names(definition: RoutineDefinition) -> list[str]:
@@ -398,9 +398,17 @@ def _kernel_signature(prefix: str, routine, suffix: str = "_kernel") -> str:
 #: instead of 4,344, g 689 instead of 1,013; the derivative kernels shrink from 82 and 100 kB to 51 and 63 kB. The
 #: tiniest routines keep one build, and so do the largest (a second build of them would add tens of seconds).
 _CLONE_OPERATIONS = (300, 40000)
-#: At most this many operations of a robot are cloned, routines taken in the table's order (the dynamics
-#: first): a humanoid has a dozen routines in that range, and cloning all of them doubled its compile time.
+#: At most this many operations of a robot's other routines (not SPEED_ROUTINES) are cloned, in the table's
+#: order: a humanoid has a dozen routines in that range, and cloning all of them doubled its compile time.
 _CLONE_BUDGET = 60000
+#: The routines of control loops: built for speed whatever their size (-O2 and clones up to 40,000 operations).
+#: The others are compiled for build time (-O1, codegen.extension.compile.QUICK_FLAGS) above
+#: QUICK_BUILD_OPERATIONS: GCC's -O2 passes take 1.5-2x as long on such straight-line code, for about 6% more
+#: instructions (callgrind, iCub's inverse-dynamics derivatives), and it is those routines (a humanoid's
+#: regressors and derivatives) that a build waits for.
+SPEED_ROUTINES = ("mass_matrix", "coriolis_matrix", "gravity", "nonlinear_effects", "inverse_dynamics",
+                  "forward_dynamics")
+QUICK_BUILD_OPERATIONS = 16000
 
 _CLONE_MACRO = [
     "/* x86-64-v3 (AVX2, FMA) and baseline builds of the arithmetic, chosen at load time (GCC, glibc). */",
@@ -815,10 +823,11 @@ def _table_source(routines: RoutineSet, prefix: str, metadata: dict, counts: dic
     return "\n".join(lines)
 
 
-def emit(routines: RoutineSet, ready: Callable[[str, str, int], None] | None = None) -> GeneratedSources:
+def emit(routines: RoutineSet, ready: Callable[[str, str, bool], None] | None = None) -> GeneratedSources:
     """Stage 4: RoutineSet -> GeneratedSources.
 
-    ``ready(name, text, operations)``, if given, receives each file as soon as it is final, so that the compile stage can
+    ``ready(name, text, quick)``, if given, receives each file as soon as it is final (``quick``: compile it for
+    build time rather than speed, see SPEED_ROUTINES), so that the compile stage can
     compile a routine while the next one is emitted: first the headers every translation unit includes, then
     one routine's file at a time, the table last (it holds every routine's operation count)."""
     from robodyn._native import ABI_HASH as abi_hash
@@ -826,7 +835,7 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, int], None] | None = N
     start = time.perf_counter()
     model = routines.model
     prefix = model.description.name
-    hand_over = ready or (lambda name, text, operations: None)
+    hand_over = ready or (lambda name, text, quick: None)
     signatures = {d.routine.name: signature(prefix, d) for d in routines.definitions}
     files: dict[str, str] = {
         f"{prefix}_dynamics.h": _api_header(routines, prefix, signatures),
@@ -840,8 +849,8 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, int], None] | None = N
         ]),
     }
     for name, text in files.items():
-        hand_over(name, text, 0)
-    file_operations: dict[str, int] = {}
+        hand_over(name, text, False)
+    quick_files: list[str] = []
     counts: dict[str, int] = {}
     cse_seconds = 0.0
     routine_seconds: dict[str, float] = {}  # per routine: its definition (model stage) and its C
@@ -853,8 +862,10 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, int], None] | None = N
         routine_seconds[routine.name] = routines.seconds.get(routine.name, 0.0) + time.perf_counter() - started
         counts[routine.name] = operations
         cse_seconds += seconds
-        clones = _CLONE_OPERATIONS[0] <= operations <= _CLONE_OPERATIONS[1] and operations <= clone_budget
-        clone_budget -= operations if clones else 0
+        speed = routine.name in SPEED_ROUTINES
+        clones = (_CLONE_OPERATIONS[0] <= operations <= _CLONE_OPERATIONS[1]
+                  and (speed or operations <= clone_budget))
+        clone_budget -= operations if clones and not speed else 0
         zeros = [f"static const double zero_{a.name}[{len(symbols)}] = {{0.0}};"
                  for a, symbols in zip(routine.arguments, definition.inputs)
                  if a.optional and f"zero_{a.name};" in "\n".join(body)]
@@ -882,16 +893,18 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, int], None] | None = N
             "}",
             "",
         ])
-        file_operations[name] = operations
-        hand_over(name, files[name], operations)
+        quick = not speed and operations > QUICK_BUILD_OPERATIONS
+        if quick:
+            quick_files.append(name)
+        hand_over(name, files[name], quick)
     metadata = build_metadata(routines, counts)
     table = f"{prefix}_table.c"
     files[table] = _table_source(routines, prefix, metadata, counts)
-    hand_over(table, files[table], 0)
+    hand_over(table, files[table], False)
     c_files = sorted((name for name in files if name.endswith(".c")),
                      key=lambda name: (-len(files[name]), name))
     content_hash = hashlib.sha256("".join(files[k] for k in sorted(files)).encode()).hexdigest()
     return GeneratedSources(robot=prefix, files=files, c_files=tuple(c_files),
                             metadata=dict(metadata, content_sha256=content_hash), operation_counts=counts,
                             timings={"emit_s": time.perf_counter() - start, "cse_s": cse_seconds,
-                                     "routine_seconds": routine_seconds}, file_operations=file_operations)
+                                     "routine_seconds": routine_seconds}, quick_files=tuple(quick_files))

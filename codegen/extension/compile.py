@@ -42,11 +42,8 @@ BINDING = Path(__file__).resolve().parent / "binding.pyx"
 # dynamics has as many instructions without it) but may compute one value twice, in a vector lane and in scalar
 # code, contracted into FMAs differently: an AVX2 build then wrote M[4, 6] and M[6, 4] one ulp apart.
 ROBOT_FLAGS = ("-O2", "-g0", "-fno-math-errno", "-fno-tree-slp-vectorize")
-# A routine of more operations than LARGE_ROUTINE compiles at -O1: GCC's -O2 passes take 1.5-2x as long on
-# such straight-line code for about 6% more instructions (callgrind, iCub's Coriolis matrix and inverse-dynamics
-# derivatives), and it is these routines (regressors and derivatives of a humanoid) that a build waits for.
-LARGE_ROUTINE = 16000
-LARGE_ROUTINE_FLAGS = ("-O1", "-g0", "-fno-math-errno", "-fno-tree-slp-vectorize")
+# Files the emit stage marks quick (codegen.emit.sources.SPEED_ROUTINES) compile at -O1.
+QUICK_FLAGS = ("-O1", "-g0", "-fno-math-errno", "-fno-tree-slp-vectorize")
 # The binding is Python-object glue run once at import: optimising it only costs compile time.
 BINDING_FLAGS = ("-O0", "-g0")
 TIMEOUT_S = 600.0
@@ -165,13 +162,13 @@ class Compilation:
         self._pool = ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 2))
         self._jobs: list = []
 
-    def add(self, name: str, text: str, operations: int = 0) -> None:
-        """Write one file; a C file (of a routine of ``operations``) is queued for compilation, and the
-        binding's chain starts with its header."""
+    def add(self, name: str, text: str, quick: bool = False) -> None:
+        """Write one file; a C file is queued for compilation (``quick``: with QUICK_FLAGS), and the binding's
+        chain starts with its header."""
         (self.workdir / name).write_text(text, encoding="utf-8")
         self._added.add(name)
         if name.endswith(".c"):
-            flags = LARGE_ROUTINE_FLAGS if operations > LARGE_ROUTINE else ROBOT_FLAGS
+            flags = QUICK_FLAGS if quick else ROBOT_FLAGS
             with self._lock:
                 heapq.heappush(self._waiting, (-len(text), name, flags))
             self._submit(self._compile_largest)
@@ -216,7 +213,7 @@ class Compilation:
         try:
             for name in sorted(sources.files, key=lambda name: (-len(sources.files[name]), name)):
                 if name not in self._added:
-                    self.add(name, sources.files[name], sources.file_operations.get(name, 0))
+                    self.add(name, sources.files[name], name in sources.quick_files)
             results = [job.result() for job in self._jobs]
         except BaseException:
             self.cancel()
