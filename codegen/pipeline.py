@@ -335,7 +335,7 @@ def _build(request: Request, description, say: Progress, started: float, parse_s
         say(f"deriving the model of {description.n} joints ({request.options.method} method)")
         model = derive_model(description, request.options, progress=say)
         say(f"derived the {model.method} model in {lap('derive_s'):.2f} s")
-        say("simplifying, emitting and compiling C for the routines (each compiled as soon as it is emitted)")
+        say("compiling the routines' C as it is emitted (SymPy writes one routine while GCC compiles the last)")
         routines = define_routines(model, request.options)
         lap("define_s")
         compilation = start_compilation(request, description.name, binding)

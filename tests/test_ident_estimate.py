@@ -179,7 +179,7 @@ def test_consistent_estimate_reproduces_consistent_noiseless_data(rr_ident, rr_r
 def test_consistent_estimate_enforces_the_inequalities_where_least_squares_does_not(rr_ident, rr_run):
     """Torques of an unphysical arm (negative Coulomb friction on the shoulder, a link whose mass
     distribution cannot exist): OLS reproduces the unphysical values, the consistent estimate stays
-    physical (every pseudo-inertia eigenvalue >= -1e-9 of its largest, friction >= 0) at the cost of a residual."""
+    physical (every pseudo-inertia eigenvalue >= 0 to the solver's tolerance, friction >= 0) at the cost of a residual."""
     pytest.importorskip("cvxpy")
     from robodyn.identification.consistent import consistent_estimate
 
@@ -194,9 +194,11 @@ def test_consistent_estimate_enforces_the_inequalities_where_least_squares_does_
     estimate = consistent_estimate(W, y, stand_in)
     assert estimate.status == "optimal" and estimate.residual_rms > 1e-3
     # PSD to the conic solver's precision, relative to each matrix's scale (the optimum of unphysical data is not unique)
+    # Here the optimum lies on the cone's boundary (eigenvalue 0), which the solver meets to its feasibility
+    # tolerance (Clarabel's default 1e-8, on its scaled problem): -5.7e-9 of the largest was measured.
     eigenvalues = _eigenvalues(estimate, stand_in)
-    assert all(values[0] >= -1e-9 * values[-1] for values in eigenvalues)
-    assert min(estimate.min_eigenvalues.values()) >= -1e-9 * max(values[-1] for values in eigenvalues)
+    assert all(values[0] >= -1e-7 * values[-1] for values in eigenvalues)
+    assert min(estimate.min_eigenvalues.values()) >= -1e-7 * max(values[-1] for values in eigenvalues)
     assert np.all(estimate.parameters[20:] >= -1e-9)
     assert estimate.parameters[9] >= -1e-9
 

@@ -80,12 +80,6 @@ def eliminate(exprs: list[sp.Expr], symbols: Iterator[sp.Symbol]) -> tuple[list[
         memo[expr] = result
         return result
 
-    import sys
-
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 100000))
-    try:
-        reduced = [rebuild(expr) for expr in exprs]
-    finally:
-        sys.setrecursionlimit(limit)
-    return replacements, reduced
+    # Recursion as deep as the expressions, as SymPy's own cse and printers: a model's program names its
+    # intermediates, so they stay shallow.
+    return replacements, [rebuild(expr) for expr in exprs]
