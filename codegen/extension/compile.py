@@ -5,8 +5,9 @@ the routine table) plus the robot's generated C. The binding's translation by
 Cython depends only on the module name, so ``translate_binding`` starts it in a
 child process as soon as the name is known (after parsing), and it runs while
 SymPy derives the model; Cython's own start-up is most of its second. Then the
-compiler builds the robot's C files (one per routine, largest first) and the
-binding's C in parallel on every core, and everything is linked. The commands are those
+compiler builds the robot's C files (one per routine) as the emit stage hands
+them over (``Compilation``), and the binding's C, in parallel on every core, and
+everything is linked. The commands are those
 setuptools would run for an extension (the compiler, flags and linker Python was
 built with, from ``sysconfig``); each runs in the build directory (we never
 chdir) with its whole output kept, and a failure raises BuildError with the
