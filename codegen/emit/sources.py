@@ -13,8 +13,9 @@ Files, for a robot named ``rr``:
 * ``robot_table.h``: what the static Cython binding needs to export the table.
 
 Each routine's outputs are assigned after common-subexpression elimination
-over its whole program, intermediates and outputs together (codegen.emit.cse); a ``TreeSolve`` is unrolled as a sparse L^T D L
-factorisation for the kinematic tree.
+over its whole program, intermediates and outputs together (codegen.emit.cse);
+a ``TreeSolve`` is unrolled as a sparse L^T D L factorisation for the kinematic
+tree.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ class GeneratedSources:
 
     robot: str
     files: dict
-    c_files: tuple[str, ...]  # translation units, largest first
     metadata: dict
     operation_counts: dict = field(default_factory=dict)  # by routine
     timings: dict = field(default_factory=dict)
@@ -114,8 +114,6 @@ class _Block:
                 lines.append(f"{indent}{'const double ' + item if declare else item} = {text};")
             self.operations += count_operations(text)
         return lines
-
-
 
 
 def _post_order(roots: list, reads, done: set, visit) -> None:
@@ -351,22 +349,15 @@ def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str
             lines += [f"    {outputs[k]}[{i}] = result_{k}_{i};" for i in range(len(matrix))]
         lines.append("    return 0;")
     else:
-        assignments, copies = [], []
+        assignments = []
         for k, matrix in enumerate(value.outputs):
             entries = _entries(matrix, outputs[k])
             zeros = [target for target, e in entries if e == 0]
             if len(zeros) >= _ZERO_LOOP:  # one loop, not thousands of stores (regressors, K): compile time
                 lines.append(f"    for (int i = 0; i < {len(entries)}; ++i) {outputs[k]}[i] = 0.0;")
                 entries = [(target, e) for target, e in entries if e != 0]
-            # An entry above the diagonal that is its mirror's expression (M) is a copy of it: then the output is
-            # symmetric to the bit whatever the compiler does (an AVX2/FMA build computed the two apart, 1 ulp off).
-            rows, cols = matrix.shape
-            mirrored = {f"{outputs[k]}[{i * cols + j}]": f"{outputs[k]}[{j * cols + i}]"
-                        for i in range(rows) for j in range(i + 1, cols)
-                        if rows == cols and matrix[i, j] != 0 and matrix[i, j] == matrix[j, i]}
-            copies += [f"    {target} = {mirrored[target]};" for target, _ in entries if target in mirrored]
-            assignments += [(target, e) for target, e in entries if target not in mirrored]
-        lines += block.assign(assignments, routine.name) + copies
+            assignments += entries
+        lines += block.assign(assignments, routine.name)
         if routine.failure:
             lines.append("    return 0;")
     used = "\n".join(lines)
@@ -430,6 +421,7 @@ _PART_OPERATIONS = 4000
 _MAX_SPILLED = 16384
 _DECLARATION = re.compile(r"^\s*const double (\w+) = ")
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
+_POINTER = re.compile(r"^\s*(?:const )?double \*(?:restrict )?(\w+) = ")
 
 
 def _statements(lines: list[str]) -> list[list[str]]:
@@ -540,8 +532,6 @@ def _declarations_used(declarations: list[str], statements: list[str]) -> list[s
             needed.update(_IDENTIFIER.findall(line[match.end():]))
     return kept[::-1]
 
-
-_POINTER = re.compile(r"^\s*(?:const )?double \*(?:restrict )?(\w+) = ")
 
 
 def _kernel_aliases(definition: RoutineDefinition) -> list[str]:
@@ -901,10 +891,8 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, bool], None] | None = 
     table = f"{prefix}_table.c"
     files[table] = _table_source(routines, prefix, metadata, counts)
     hand_over(table, files[table], False)
-    c_files = sorted((name for name in files if name.endswith(".c")),
-                     key=lambda name: (-len(files[name]), name))
     content_hash = hashlib.sha256("".join(files[k] for k in sorted(files)).encode()).hexdigest()
-    return GeneratedSources(robot=prefix, files=files, c_files=tuple(c_files),
+    return GeneratedSources(robot=prefix, files=files,
                             metadata=dict(metadata, content_sha256=content_hash), operation_counts=counts,
                             timings={"emit_s": time.perf_counter() - start, "cse_s": cse_seconds,
                                      "routine_seconds": routine_seconds}, quick_files=tuple(quick_files))

@@ -44,7 +44,7 @@ BINDING = Path(__file__).resolve().parent / "binding.pyx"
 # code, contracted into FMAs differently: an AVX2 build then wrote M[4, 6] and M[6, 4] one ulp apart.
 ROBOT_FLAGS = ("-O2", "-g0", "-fno-math-errno", "-fno-tree-slp-vectorize")
 # Files the emit stage marks quick (codegen.emit.sources.SPEED_ROUTINES) compile at -O1.
-QUICK_FLAGS = ("-O1", "-g0", "-fno-math-errno", "-fno-tree-slp-vectorize")
+QUICK_FLAGS = ("-O1", *ROBOT_FLAGS[1:])
 # The binding is Python-object glue run once at import: optimising it only costs compile time.
 BINDING_FLAGS = ("-O0", "-g0")
 TIMEOUT_S = 600.0
@@ -228,10 +228,3 @@ class Compilation:
             raise BuildError(f"linking produced no {module_path.name} in {self.workdir}", _linker(), 0, log)
         return CompiledExtension(self.entry, self.workdir, module_path, sources, log,
                                  {"compile_s": time.perf_counter() - self.started})
-
-
-def compile_extension(sources: GeneratedSources, entry: Entry, workdir: Path,
-                      binding: BindingTranslation | None = None) -> CompiledExtension:
-    """Write the sources into ``workdir`` and compile them into ``entry``'s module file there
-    (``binding``: the translation started earlier for this module, else started now)."""
-    return Compilation(entry, workdir, binding).finish(sources)

@@ -644,7 +644,12 @@ def _precise_combinations(evaluate, description, independent, dependent, beta_nu
     states = [np.asarray(x, dtype=np.longdouble) for x in _random_states(description, count, rng)]
     params = np.array([float(p.default) for p in description.parameters], dtype=np.longdouble)
     rows = evaluate(*states, params).reshape(-1, evaluate.columns)  # long double where NumPy keeps it
-    maxima = np.abs(rows).max(axis=0).astype(float)  # of each column: what a coefficient's effect is relative to
+    maxima: dict = {}  # per sample set, each column's largest entry: what a coefficient's effect is relative to
+
+    def column_maxima(used: np.ndarray) -> np.ndarray:
+        if id(used) not in maxima:
+            maxima[id(used)] = np.abs(used).max(axis=0).astype(float)
+        return maxima[id(used)]
     more: list = []  # equations enough for every independent column at once, made when first needed
 
     def every_column():
@@ -666,7 +671,7 @@ def _precise_combinations(evaluate, description, independent, dependent, beta_nu
                 solver = every_column()
                 support, used = list(range(len(independent))), solver.rows
                 x, fits = solver.solve(d)
-            largest = maxima if used is rows else solver.maxima
+            largest = column_maxima(used)
             scale = float(largest[d]) or 1.0
             for position, k in enumerate(support):
                 contribution = abs(float(x[position])) * float(largest[independent[k]])
@@ -684,7 +689,6 @@ class _RefinedSolver:
         import scipy.linalg
 
         self.rows, self.A_long = rows, rows[:, columns]
-        self.maxima = np.abs(rows).max(axis=0).astype(float)
         # Equations where none of the columns appear cannot be among the chosen: leaving them out keeps the
         # pivoted QR small (a body's columns appear only in its ancestors' rows).
         informative = np.flatnonzero(np.any(self.A_long != 0, axis=1))

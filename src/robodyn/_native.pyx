@@ -866,9 +866,9 @@ cdef inline double* _data(object a):
 
 #: Beyond this speed (rad/s or m/s) a floating base's run has diverged (robodyn_sim.h; floating_step.DIVERGED).
 DIVERGED = RD_DIVERGED
-#: A floating base's quaternion may be off unit norm by this much (floating_base.QUATERNION_TOLERANCE, which the
-#: generated kernels check too).
-QUATERNION_TOLERANCE = 1e-6
+# A floating base's quaternion may be off unit norm by this much (declared once, in robodyn.floating_base; the
+# generated kernels check the same bound).
+from robodyn.floating_base import QUATERNION_TOLERANCE
 cdef double _NORM2_LOW = (1.0 - QUATERNION_TOLERANCE) ** 2, _NORM2_HIGH = (1.0 + QUATERNION_TOLERANCE) ** 2
 
 

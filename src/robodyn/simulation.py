@@ -236,8 +236,9 @@ class SimulatedPlant:
             self.q[:] = self.manifold.start(self.q)
         elif self.floating:
             self.q[:] = robot._positions(self.q, "q0")  # a unit quaternion (within the tolerance)
-        # A floating or manifold plant's acceleration (and contact forces) at the state before its last write.
-        self.last_acceleration: np.ndarray | None = None
+        # A floating or manifold plant's acceleration (and contact forces) at the state before its last write; a
+        # floating plant's is one buffer, rewritten by each write (a control loop allocates nothing per tick).
+        self.last_acceleration: np.ndarray | None = np.empty(self.n) if self.floating else None
         self.last_forces: np.ndarray | None = None
         self.tick = 0
         self.disturbance = _Schedule(disturbance, self.n, "disturbance", self.period)
@@ -353,7 +354,6 @@ class SimulatedPlant:
                 self._explain_failed_step(before, applied, h)
                 raise
         elif self.floating:  # one C call for every substep; qdd at the tick's own state, as the manifold records
-            self.last_acceleration = np.empty(self.n)
             self._step(self.q, self.qd, applied, h, self._dt, self.substeps, self.integrator, self.last_acceleration)
         elif self._step is not None:
             self._step(self.q, self.qd, applied, h, self._dt, self.substeps, self.integrator)
