@@ -319,6 +319,93 @@ cdef inline Py_ssize_t _out_size(const rd_routine* r, int k) noexcept nogil:
 # ---------------------------------------------------------------------------
 # Routine methods: robodyn.Robot gets one per entry of the routine table.
 
+# A batch is split across threads when it holds at least this many operations (the generated routine's count
+# times rows): handing a chunk to a pool thread and collecting it costs about 20-40 us, which a 1e6-operation batch
+# (a few hundred microseconds) makes negligible.
+PARALLEL_OPERATIONS = 1_000_000
+
+
+def usable_cores():
+    """The CPUs this process may run on (its affinity mask where the platform has one)."""
+    import os
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+cdef class _BatchRows:
+    """Rows [start, stop) of one batch call: the routine, its row pointers and strides. The pool threads call
+    ``run``; the arrays behind the pointers are held in ``keep`` until every chunk is done."""
+
+    cdef const rd_routine* routine
+    cdef const double* inputs[6]
+    cdef double* outputs[4]
+    cdef const double* p
+    cdef object keep
+
+    def run(self, Py_ssize_t start, Py_ssize_t stop):
+        """Compute rows start..stop-1 without the GIL; the first failing row, or -1."""
+        cdef const double* ins[6]
+        cdef double* outs[4]
+        cdef const rd_routine* r = self.routine
+        cdef Py_ssize_t failed
+        cdef int k
+        for k in range(r.n_inputs):
+            ins[k] = NULL if self.inputs[k] == NULL else self.inputs[k] + start * r.in_size[k]
+        for k in range(r.n_outputs):
+            outs[k] = self.outputs[k] + start * _out_size(r, k)
+        with nogil:
+            failed = rd_loop(r, ins, outs, self.p, stop - start, 1)
+        return -1 if failed < 0 else start + failed
+
+
+cdef object _POOL = None        # concurrent.futures.ThreadPoolExecutor for batch chunks, made on first use
+cdef object _POOL_PID = None    # the process that made it: a forked child makes its own (threads do not fork)
+cdef int _POOL_WORKERS = 0
+cdef int _USABLE_CORES = usable_cores()
+
+
+cdef object _pool(int workers):
+    """A thread pool of at least ``workers`` threads, this process's own."""
+    global _POOL, _POOL_PID, _POOL_WORKERS
+    import os
+    if _POOL is None or _POOL_PID != os.getpid() or _POOL_WORKERS < workers:
+        from concurrent.futures import ThreadPoolExecutor
+        if _POOL is not None and _POOL_PID == os.getpid():
+            _POOL.shutdown(wait=False)
+        _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="robodyn-batch")
+        _POOL_PID = os.getpid()
+        _POOL_WORKERS = workers
+    return _POOL
+
+
+cdef Py_ssize_t _run_parallel(const rd_routine* r, const double** inputs, double** outputs, const double* p,
+                              Py_ssize_t count, int threads, object keep) except -2:
+    """A batch of ``count`` rows in ``threads`` contiguous chunks: this thread computes the first, pool threads the
+    others. Rows are independent and each is computed by the same code, so the result is the one of a serial loop,
+    bit for bit. Returns the first failing row or -1."""
+    cdef _BatchRows job = _BatchRows.__new__(_BatchRows)
+    cdef int k
+    job.routine = r
+    job.p = p
+    job.keep = keep
+    for k in range(r.n_inputs):
+        job.inputs[k] = inputs[k]
+    for k in range(r.n_outputs):
+        job.outputs[k] = outputs[k]
+    bounds = [count * i // threads for i in range(threads + 1)]
+    pool = _pool(threads - 1)
+    futures = [pool.submit(job.run, bounds[i], bounds[i + 1]) for i in range(1, threads)]
+    try:
+        failed = [job.run(bounds[0], bounds[1])]
+    finally:
+        # Wait even when interrupted: the pool threads write into the caller's arrays.
+        failed += [future.result() for future in futures]
+    failed = [row for row in failed if row >= 0]
+    return min(failed) if failed else -1
+
+
 cdef class RobotCore
 
 # Per routine-table index: argument names (tuple of str) and optional-argument flags,
@@ -406,6 +493,7 @@ cdef class RobotCore:
     cdef rd_model _model
     cdef bint _has_model
     cdef cnp.ndarray _step_work
+    cdef int _threads               # batch threads: 0 for "auto" (usable_cores())
 
     def __dealloc__(self):
         PyMem_Free(self._core.slots)
@@ -554,6 +642,22 @@ cdef class RobotCore:
         else:
             raise ValueError('release_gil must be "auto", True or False')
 
+    @property
+    def threads(self):
+        """Threads a large batch is split over: "auto" (default: the cores this process may use) or a number
+        (1: every batch on the calling thread). Batches of at least PARALLEL_OPERATIONS operations (rows times the
+        routine's operation count) are split into that many contiguous chunks; the results do not depend on it."""
+        return "auto" if self._threads == 0 else self._threads
+
+    @threads.setter
+    def threads(self, value):
+        if isinstance(value, str) and value == "auto":
+            self._threads = 0
+        elif isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 256:
+            self._threads = value
+        else:
+            raise ValueError(f'threads must be "auto" or a number from 1 to 256, got {value!r}')
+
     # -- the call path of every routine -------------------------------------
 
     cdef object _unavailable(self, int index):
@@ -571,7 +675,7 @@ cdef class RobotCore:
         cdef Py_ssize_t sizes[6]
         cdef Py_ssize_t batch = -1
         cdef Py_ssize_t count, failed
-        cdef int k, j, endim
+        cdef int k, j, endim, threads
         cdef cnp.npy_intp edims[4]
         cdef cnp.npy_intp one[1]
         cdef double scalar_result = 0.0
@@ -645,7 +749,12 @@ cdef class RobotCore:
                     results = [first]
                 results.append(o)
 
-        if self._core.gil_mode == 2 or (self._core.gil_mode == 1 and (batch > 0 or self._core.heavy[index])):
+        threads = min(_USABLE_CORES if self._threads == 0 else self._threads, count)
+        if batch > 0 and threads > 1 and count * <double>r.operations >= PARALLEL_OPERATIONS:
+            failed = _run_parallel(r, ptrs, optrs, self._core.p, count, threads,
+                                   (tuple([<object>args[k] for k in range(r.n_inputs + 1) if args[k] != NULL]),
+                                    keep, first, results))
+        elif self._core.gil_mode == 2 or (self._core.gil_mode == 1 and (batch > 0 or self._core.heavy[index])):
             with nogil:
                 failed = rd_loop(r, ptrs, optrs, self._core.p, count, batch > 0)
         else:

@@ -543,10 +543,11 @@ class Robot(RobotCore):
                            selfcheck=self.selfcheck, cache_dir=self._cache_dir)
         other._set_parameters(self.parameter_values)
         other.release_gil = self.release_gil
+        other.threads = self.threads
         return other
 
     def __reduce__(self):
-        state = {"params": self.params.as_array().tolist(), "release_gil": self.release_gil}
+        state = {"params": self.params.as_array().tolist(), "release_gil": self.release_gil, "threads": self.threads}
         key = self.manifest.get("key")
         module_path = getattr(self.extension, "__file__", None)
         return (_restore, (str(self.source) if self.source else None, self.options.as_dict(),
@@ -555,6 +556,7 @@ class Robot(RobotCore):
     def __setstate__(self, state: dict) -> None:
         self._set_parameters(state["params"])
         self.release_gil = state["release_gil"]
+        self.threads = state.get("threads", "auto")
 
     def __repr__(self) -> str:
         if self.is_floating_base:

@@ -1,0 +1,82 @@
+"""Large batches split over threads (robot.threads): the same values bit for bit as one thread, the first failing
+row reported whichever chunk it falls in, the setting validated and carried by copies and pickles."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from robodyn._native import PARALLEL_OPERATIONS
+
+
+
+def _rows(robot, routine: str) -> int:
+    """Rows enough for a batch of this routine to be split (twice the threshold)."""
+    return 2 * PARALLEL_OPERATIONS // robot.operation_counts[routine] + 7
+
+
+@pytest.fixture
+def rrr(load):
+    robot = load("rrr")
+    yield robot
+    robot.threads = "auto"
+
+
+@pytest.mark.parametrize("threads", [2, 3, 5])
+def test_split_batches_equal_one_thread_bit_for_bit(rrr, threads):
+    rows = _rows(rrr, "mass_matrix")
+    rng = np.random.default_rng(threads)
+    Q, QD, QDD = (rng.uniform(-2.0, 2.0, (rows, 3)) for _ in range(3))
+    rrr.threads = 1
+    expected = {"M": rrr.M(Q), "C": rrr.C(Q, QD), "inverse_dynamics": rrr.inverse_dynamics(Q, QD, QDD),
+                "forward_dynamics": rrr.forward_dynamics(Q, QD, QDD), "fk": rrr.fk(Q)}
+    rrr.threads = threads
+    assert rrr.threads == threads
+    got = {"M": rrr.M(Q), "C": rrr.C(Q, QD), "inverse_dynamics": rrr.inverse_dynamics(Q, QD, QDD),
+           "forward_dynamics": rrr.forward_dynamics(Q, QD, QDD), "fk": rrr.fk(Q)}
+    for name in expected:
+        np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
+    # Every row, including the chunk boundaries, is that state's single-call value.
+    for row in sorted({0, rows // threads - 1, rows // threads, rows // 2, rows - 1}):
+        np.testing.assert_array_equal(got["inverse_dynamics"][row], rrr.inverse_dynamics(Q[row], QD[row], QDD[row]))
+    out = np.full((rows, 3, 3), np.nan)
+    assert rrr.M(Q, out=out) is out
+    np.testing.assert_array_equal(out, expected["M"])
+
+
+def test_small_batches_and_single_states_unaffected(rrr):
+    rrr.threads = 4
+    Q = np.random.default_rng(0).uniform(-1.0, 1.0, (5, 3))
+    np.testing.assert_array_equal(rrr.M(Q), np.array([rrr.M(q) for q in Q]))
+
+
+def test_setting_is_validated_and_carried(rrr):
+    assert rrr.threads == "auto"
+    for bad in (0, -1, 1.5, True, "all", None, 10_000):
+        with pytest.raises(ValueError, match="threads"):
+            rrr.threads = bad
+    rrr.threads = 2
+    assert rrr.copy().threads == 2
+    assert pickle.loads(pickle.dumps(rrr)).threads == 2
+
+
+def test_failing_row_in_a_later_chunk_is_reported(rrr):
+    """A negative mass (not physical, but finite) for which M is positive definite in some configurations and not
+    in others: forward dynamics fails on exactly the rows of the second kind; the first of them, in the last
+    chunk, is the row reported."""
+    rrr.params["m3"] = -9.0
+    states = np.random.default_rng(0).uniform(-np.pi, np.pi, (200, 3))
+    smallest = np.array([np.linalg.eigvalsh(m).min() for m in rrr.M(states)])
+    good, singular = states[np.argmax(smallest)], states[np.argmin(smallest)]
+    assert smallest.max() > 0.01 and smallest.min() < -0.01
+    rows = _rows(rrr, "forward_dynamics")
+    Q = np.tile(good, (rows, 1))
+    bad = rows - 3
+    Q[[bad, bad + 1]] = singular
+    for threads in (1, 2, 3):
+        rrr.threads = threads
+        with pytest.raises(ValueError, match=f"batch row {bad}\\b"):
+            rrr.forward_dynamics(Q, Q, Q)
+    assert np.isfinite(rrr.forward_dynamics(Q[:bad], Q[:bad], Q[:bad])).all()
