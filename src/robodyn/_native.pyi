@@ -7,6 +7,7 @@ import numpy as np
 ABI_HASH: str
 ROBOT_CAPSULE_NAME: str
 HEAVY_OPERATIONS: int
+PARALLEL_OPERATIONS: int
 INTEGRATORS: dict[str, int]
 CONTROLLERS: dict[str, int]
 REFERENCES: dict[str, int]
@@ -32,6 +33,12 @@ class RobotCore:
     def release_gil(self) -> bool | Literal["auto"]: ...
     @release_gil.setter
     def release_gil(self, value: bool | Literal["auto"]) -> None: ...
+    @property
+    def threads(self) -> int | Literal["auto"]: ...
+    @threads.setter
+    def threads(self, value: int | Literal["auto"]) -> None: ...
+
+def usable_cores() -> int: ...
 
 class ControlLaw:
     def capsule(self) -> Any: ...
