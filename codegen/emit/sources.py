@@ -34,7 +34,7 @@ from robodyn._version import __version__
 from ..model.program import needed_definitions
 from ..model.routines import DerivativeSolve, Expressions, RoutineDefinition, RoutineSet, TreeSolve, dimensions
 from .cse import eliminate
-from .printer import TRIG_FUNCTIONS, RobotCPrinter, count_operations, fold_constants
+from .printer import TRIG_FUNCTIONS, RobotCPrinter, TrigTable, count_operations, fold_constants
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,7 @@ class _Block:
         for index, symbol in enumerate(self.model.parameters):
             names[symbol] = f"p[{index}]"
         self.names = names
+        self.trig = TrigTable(set(names))  # angles of inputs and parameters: sin and cos at the start
         own = definition.value.definitions if isinstance(definition.value, (Expressions, DerivativeSolve)) else ()
         self.definitions = tuple(self.model.definitions) + tuple(own)
         self.emitted: set[sp.Symbol] = set()  # program intermediates already declared by an earlier block
@@ -104,7 +105,7 @@ class _Block:
         names = dict(self.names)
         for symbol, _ in replacements:
             names[symbol] = symbol.name
-        printer = RobotCPrinter(names)
+        printer = RobotCPrinter(names, self.trig)
         lines = []
         for kind, item, value in _schedule(replacements, list(zip(targets, reduced))):
             text = printer.expression(value)
@@ -360,7 +361,8 @@ def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str
         lines += block.assign(assignments, routine.name)
         if routine.failure:
             lines.append("    return 0;")
-    used = "\n".join(lines)
+    trig = block.trig.declarations(RobotCPrinter(block.names))
+    used = "\n".join(trig + lines)
     # An optional argument the outputs read is read through an alias that is zeros when it is NULL.
     aliases = [f"    const double *restrict {a.name}_or_zero = {a.name} ? {a.name} : zero_{a.name};"
                for a in routine.arguments if a.optional and f"{a.name}_or_zero[" in used]
@@ -368,7 +370,8 @@ def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str
               if f"{a.name}[" not in used and f"{a.name}_or_zero[" not in used]
     if "p[" not in used:
         unused.append("    (void)p;")
-    return unused + aliases + lines, block.operations, block.cse_seconds
+    # sin and cos of each angle (rd_sincos_block counts them as two operations, as two calls did).
+    return unused + aliases + trig + lines, block.operations + 2 * len(block.trig.angles), block.cse_seconds
 
 
 #: From this many structurally zero entries on, an output is cleared by a loop first and only its
@@ -870,7 +873,8 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, bool], None] | None = 
             "#include <math.h>",
             f'#include "{prefix}_dynamics.h"',
             "",
-            *([TRIG_FUNCTIONS] if any("rd_sin(" in line or "rd_cos(" in line for line in body) else []),
+            *([TRIG_FUNCTIONS] if any(call in line for line in body for call in ("rd_sin(", "rd_cos(", "rd_sincos_block("))
+              else []),
             *zeros,
             *([""] if zeros else []),
             "/* The routine, in the uniform signature of the runtime's table (robodyn_abi.h). */",
