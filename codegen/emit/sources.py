@@ -390,7 +390,8 @@ def _kernel_signature(prefix: str, routine, suffix: str = "_kernel") -> str:
 #: copy for every value used twice, and a multiply-add is two instructions: on the Panda (callgrind, kernels only)
 #: M takes 1,048 instructions instead of 1,503, inverse dynamics 1,887 instead of 3,052, forward dynamics 2,714
 #: instead of 4,344, g 689 instead of 1,013; the derivative kernels shrink from 82 and 100 kB to 51 and 63 kB. The
-#: tiniest routines keep one build, and so do the largest (a second build of them would add tens of seconds).
+#: tiniest routines keep one build (except SPEED_ROUTINES: the UR5's g, 231 operations, took 737 instructions
+#: with one build and 373 with both), and so do the largest (a second build of them would add tens of seconds).
 _CLONE_OPERATIONS = (300, 40000)
 #: At most this many operations of a robot's other routines (not SPEED_ROUTINES) are cloned, in the table's
 #: order: a humanoid has a dozen routines in that range, and cloning all of them doubled its compile time.
@@ -856,8 +857,8 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, bool], None] | None = 
         counts[routine.name] = operations
         cse_seconds += seconds
         speed = routine.name in SPEED_ROUTINES
-        clones = (_CLONE_OPERATIONS[0] <= operations <= _CLONE_OPERATIONS[1]
-                  and (speed or operations <= clone_budget))
+        clones = operations <= _CLONE_OPERATIONS[1] and (
+            speed or (operations >= _CLONE_OPERATIONS[0] and operations <= clone_budget))
         clone_budget -= operations if clones and not speed else 0
         zeros = [f"static const double zero_{a.name}[{len(symbols)}] = {{0.0}};"
                  for a, symbols in zip(routine.arguments, definition.inputs)
