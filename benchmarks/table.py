@@ -60,10 +60,8 @@ import timeit
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-
 import callgrind_calls  # beside this file: on sys.path as the script's directory (and under pytest, rootdir-relative)
+import numpy as np
 
 TOLERANCE = 1e-9  # agreement: max |ours - Pinocchio| / max(1, max |Pinocchio|)
 BATCH_ROWS = 100_000
