@@ -646,7 +646,8 @@ cdef class RobotCore:
     def threads(self):
         """Threads a large batch is split over: "auto" (default: the cores this process may use) or a number
         (1: every batch on the calling thread). Batches of at least PARALLEL_OPERATIONS operations (rows times the
-        routine's operation count) are split into that many contiguous chunks; the results do not depend on it."""
+        routine's operation count) are split into that many contiguous chunks, computed without the GIL whatever
+        ``release_gil`` says; the results do not depend on it."""
         return "auto" if self._threads == 0 else self._threads
 
     @threads.setter
