@@ -18,15 +18,22 @@ from codegen.emit import sources
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_kernels_in_parts_compute_what_whole_kernels_do(tmp_path, monkeypatch):
+@pytest.mark.parametrize("spill", ["stack", "heap"])
+def test_kernels_in_parts_compute_what_whole_kernels_do(tmp_path, monkeypatch, spill):
     path = ROOT / "robots" / "space_arm.yaml"
     # The whole build is the reference (its self-check off only so that its cache key differs).
     whole = robodyn.load(path, cache_dir=tmp_path / "whole", verbose=False, selfcheck=False)
+    monkeypatch.setattr(sources, "_SPLIT_OPERATIONS", 80)
     monkeypatch.setattr(sources, "_PART_OPERATIONS", 40)
+    if spill == "heap":  # the array of values crossing parts on the heap, as a very large kernel's
+        monkeypatch.setattr(sources, "_STACK_SPILLED", 8)
     split = robodyn.load(path, cache_dir=tmp_path / "split", verbose=False)
     assert split.selfcheck["status"] == "passed"
     text = "\n".join(f.read_text() for f in (tmp_path / "split").glob("space_arm-*/*.c"))
     assert "_part5(" in text and "spill[" in text  # many parts, values crossing them
+    assert ("malloc(" in text) == (spill == "heap")
+    # The angles' sines and cosines are computed by one part and read by the others.
+    assert "rd_sincos_block(trig," in text and "trig_sin = trig;" in text
 
     rng = np.random.default_rng(0)
     q = random_floating_configuration(whole, rng)

@@ -417,13 +417,20 @@ _CLONE_MACRO = [
 ]
 
 
-#: A kernel of more operations than this is compiled as a sequence of functions of at most about this many
-#: each (``_split``): GCC's register allocation and value numbering grow faster than linearly with a function's
-#: size, and one huge straight-line function is where a large robot's build spends its time.
-_PART_OPERATIONS = 4000
-#: Values that cross from one part to a later one go through a stack array; beyond this many the kernel stays whole.
-_MAX_SPILLED = 16384
+#: A kernel of more operations than _SPLIT_OPERATIONS is compiled as a sequence of functions of about
+#: _PART_OPERATIONS each (``_split``): GCC's register allocation grows faster than linearly with a function's size
+#: (half of the Panda's forward-dynamics derivatives' compile time was LRA's hard-register assignment), and one
+#: huge straight-line function is where a large robot's build spends its time. Measured on the Panda (callgrind,
+#: compile time at -O2 with both builds): parts of 1,000 operations compile the derivative routines in 1.6 s
+#: instead of 6 s and run them in fewer instructions (6,944 and 9,653 instead of 7,217 and 10,025), C too
+#: (3,150 instead of 3,185); forward dynamics (2,242 operations) split ran 4 % more, so it stays whole.
+_SPLIT_OPERATIONS = 3000
+_PART_OPERATIONS = 1000
+#: Values that cross from one part to a later one go through an array: on the stack up to this many, else on the
+#: heap (a 50-joint chain's derivatives cross 10^5 values; kept whole, GCC took 7.5 minutes and 9 GB on it).
+_STACK_SPILLED = 16384
 _DECLARATION = re.compile(r"^\s*const double (\w+) = ")
+_TRIG_BLOCK = re.compile(r"rd_sincos_block\(\(double\[\d+\]\)\{0\.0\},(?=.*, (\d+)\);$)")
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
 _POINTER = re.compile(r"^\s*(?:const )?double \*(?:restrict )?(\w+) = ")
 
@@ -475,8 +482,6 @@ def _split(statements: list[str]) -> tuple[list[list[str]], int] | None:
         for name in crossing:
             slots.setdefault(name, len(slots))
         loads.append([f"    const double {name} = spill[{slots[name]}];" for name in crossing])
-    if len(slots) > _MAX_SPILLED:
-        return None
     result = []
     for index, part in enumerate(parts):
         lines = list(loads[index])
@@ -496,24 +501,47 @@ def _kernel_definition(prefix: str, definition: RoutineDefinition, body: list[st
     routine = definition.routine
     ending = [] if routine.failure else ["    return 0;"]
     header = list(itertools.takewhile(lambda line: line.startswith(("    (void)", "    const double *")), body))
-    split = _split(body[len(header):] + ending) if operations > 2 * _PART_OPERATIONS else None
+    split = _split(body[len(header):] + ending) if operations > _SPLIT_OPERATIONS else None
     if split is not None:
         parts, spilled = split
         name = f"{prefix}_{routine.name}_part"
+        # The angles' sines and cosines: computed by the first part that reads them into the kernel's array
+        # ``trig``, read from there by the others (rather than recomputed in every part).
+        trig = next((line for line in header if _TRIG_BLOCK.search(line)), None)
+        width = int(_TRIG_BLOCK.search(trig).group(1)) if trig else 0
         signature = (f"static int {name}%d(const double *const *inputs, const double *restrict p, "
-                     "double *const *outputs, double *restrict spill)")
+                     "double *const *outputs, double *restrict spill" + (", double *restrict trig)" if trig else ")"))
         lines = [*_CLONE_MACRO] if clones else []
+        computed = False
         for index, part in enumerate(parts):
-            lines += [("RD_CLONES " if clones else "") + signature % index, "{",
-                      *_declarations_used(_kernel_aliases(definition) + header, part),
-                      "    (void)spill;", *part, *([] if part[-1].strip().startswith("return") else
-                                                  ["    return 0;"]), "}", ""]
-        lines += [_kernel_signature(prefix, routine), "{",
-                  f"    double spill[{spilled}]; /* values computed in one part and read in a later one */",
-                  "    int status;"]
-        lines += [f"    if ((status = {name}{index}(inputs, p, outputs, spill)) != 0) return status;"
-                  for index in range(len(parts) - 1)]
-        lines += [f"    return {name}{len(parts) - 1}(inputs, p, outputs, spill);", "}"]
+            declarations = _declarations_used(_kernel_aliases(definition) + header, part)
+            if trig in declarations:
+                at = declarations.index(trig)
+                if computed:  # its angles' pointer declarations may now be unused: keep only what is read
+                    declarations = _declarations_used(declarations[:at] + declarations[at + 1:], part)
+                    declarations.insert(0, "    const double *restrict trig_sin = trig;")
+                else:
+                    declarations[at] = _TRIG_BLOCK.sub(r"rd_sincos_block(trig,", trig)
+                    computed = True
+            lines += [("RD_CLONES " if clones else "") + signature % index, "{", *declarations, "    (void)spill;",
+                      *(["    (void)trig;"] if trig else []), *part,
+                      *([] if part[-1].strip().startswith("return") else ["    return 0;"]), "}", ""]
+        arguments = "inputs, p, outputs, spill" + (", trig" if trig else "")
+        lines += [_kernel_signature(prefix, routine), "{"]
+        if trig:
+            lines.append(f"    double trig[{2 * width}]; /* the angles' sines, then cosines */")
+        if spilled <= _STACK_SPILLED:
+            lines += [f"    double spill[{spilled}]; /* values computed in one part and read in a later one */",
+                      "    int status;"]
+            lines += [f"    if ((status = {name}{index}({arguments})) != 0) return status;"
+                      for index in range(len(parts) - 1)]
+            lines += [f"    return {name}{len(parts) - 1}({arguments});", "}"]
+        else:
+            lines += [f"    double *spill = malloc({spilled} * sizeof(double)); /* values crossing parts */",
+                      "    if (spill == NULL) return -1;",
+                      "    int status = 0;"]
+            lines += [f"    if (status == 0) status = {name}{index}({arguments});" for index in range(len(parts))]
+            lines += ["    free(spill);", "    return status;", "}"]
         return lines
     lines = ["{", *_kernel_aliases(definition), *body, *ending, "}"]
     if not clones:
@@ -872,6 +900,7 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, bool], None] | None = 
                 f"See {prefix}_dynamics.h for the arguments.",
             ]),
             "#include <math.h>",
+            "#include <stdlib.h>",
             f'#include "{prefix}_dynamics.h"',
             "",
             *([TRIG_FUNCTIONS] if any(call in line for line in body for call in ("rd_sin(", "rd_cos(", "rd_sincos_block("))
