@@ -245,8 +245,12 @@ static inline double rd_cos(double x) { return fabs(x) < 1.0e5 ? rd_trig(x, 1) :
  * The same reduction and polynomials, written branch-free (the quadrant's swap and signs as bit operations) in a
  * loop that GCC vectorises, four angles per AVX2 instruction: the Panda's g took 662 instructions with a call of
  * rd_sin and rd_cos per angle, 451 with this. Lanes beyond |x| = 1e5 (or inf, NaN) are redone by libm. */
-static inline __attribute__((always_inline)) const double *rd_sincos_block(double *restrict out,
-                                                                           const double *restrict x, int width)
+#if defined(__GNUC__)
+#define RD_TRIG_INLINE inline __attribute__((always_inline)) /* into each AVX2 clone, to be vectorised there */
+#else
+#define RD_TRIG_INLINE inline
+#endif
+static RD_TRIG_INLINE const double *rd_sincos_block(double *restrict out, const double *restrict x, int width)
 {
     double far = 0.0;
     for (int k = 0; k < width; ++k) {
