@@ -158,10 +158,6 @@ def _dot(a, b) -> sp.Expr:
     return sp.Add(*[x * y for x, y in zip(a, b) if x != 0 and y != 0])
 
 
-def _times(R: sp.Matrix, x: list) -> list:
-    return [_dot((R[i, 0], R[i, 1], R[i, 2]), x) for i in range(3)]
-
-
 def _transpose_times(R: sp.Matrix, x: list) -> list:
     return [_dot((R[0, i], R[1, i], R[2, i]), x) for i in range(3)]
 
@@ -170,9 +166,12 @@ def _cross(a, b) -> list:
     return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
 
 
-def _regressor_pass(description: RobotDescription, program: Program, q, qd, qdr, qddr, base=None) -> sp.Matrix:
-    """Y over the tree's joints (rows) and π (columns): f = I a_r + B(I, v) v_r per body, carried to
-    every joint it loads. With qdr = qd and qddr = qdd this is the inverse-dynamics regressor.
+def _regressor_pass(description: RobotDescription, program: Program, q, qd, qdr, qddr, base=None,
+                    shared: dict | None = None) -> sp.Matrix:
+    """Y over the tree's joints (rows) and π (columns): f = I a_r + B(I, v) v_r per body, projected on the
+    motion subspace of every joint it loads. With qdr = qd and qddr = qdd this is the inverse-dynamics regressor.
+
+    ``shared``: a dict that passes at the same q in the same program share (what depends on q alone).
 
     ``base``: a floating base's (q, v, v_r, a_r) coordinates (q: position and quaternion; the others its six
     velocity coordinates, linear then angular, base frame). Its body comes first in π and its six rows (force,
@@ -213,11 +212,6 @@ def _regressor_pass(description: RobotDescription, program: Program, q, qd, qdr,
         shifted = [a - b for a, b in zip(v, _cross(pos, w))]
         return let_v([*_transpose_times(R, w), *_transpose_times(R, shifted)])
 
-    def to_parent(i: int, f) -> sp.Matrix:
-        R, pos = local[i]
-        moment, force = _times(R, list(f[:3])), _times(R, list(f[3:]))
-        return let_v([*(a + b for a, b in zip(moment, _cross(pos, force))), *force])
-
     def wrench_block(v, v_r, a_r, parameters: sp.Matrix | None = None) -> list[sp.Matrix]:
         """Columns of A with f = A π_body = I(a_r − ½ v×v_r) + ½ v×*(I v_r) + ½ v_r×*(I v)."""
         same = v_r == v
@@ -257,19 +251,33 @@ def _regressor_pass(description: RobotDescription, program: Program, q, qd, qdr,
             for k in range(6):
                 Y[k, start + c] = program.let(Y[k, start + c] + column[BASE_TO_SPATIAL[k]])
 
+    # Row j of Y takes S_jᵀ X*_j f for the wrench f of every body below joint j (X*_j carrying it up to j), which
+    # is (X_j S_j)ᵀ f with X_j the motion transform down to the body: each joint's subspace is carried down to each
+    # body below it once (one transform per pair, shared by both passes), not each body's ten wrench columns up
+    # (twenty transforms per pair). TIAGo (48 joints): the pass took 14 s instead of 4 s, and the regressor had
+    # three times the operations (108,856 against 34,331). A floating base's rows are its six unit motions.
+    shared = {} if shared is None else shared
+    if "subspaces below" not in shared:
+        below: list[dict] = []
+        for i, joint in enumerate(tree):
+            if joint.parent >= 0:
+                above = below[joint.parent]
+            elif base is not None:  # row k: the base wrench's spatial component BASE_TO_SPATIAL[k]
+                above = {k - off: let_v([int(r == BASE_TO_SPATIAL[k]) for r in range(6)]) for k in range(6)}
+            else:
+                above = {}
+            mine = {row: to_child(i, axis) for row, axis in above.items()}
+            mine[i] = subspace[i]
+            below.append(mine)
+        shared["subspaces below"] = below
+    below = shared["subspaces below"]
+
     def carry(link: int, columns: list[sp.Matrix], start: int) -> None:
-        """Add S_jᵀ (columns carried to j) to row j of Y for ``link`` and each of its ancestors (and the
-        floating base's rows)."""
-        j = link
-        while True:
+        """Add to each row of a joint above ``link`` (itself included, and a floating base's rows) its subspace's
+        share of the body wrench columns."""
+        for row, axis in below[link].items():
             for c, column in enumerate(columns):
-                Y[off + j, start + c] = program.let(Y[off + j, start + c] + _dot(subspace[j], column))
-            columns = [to_parent(j, column) for column in columns]
-            if tree[j].parent < 0:
-                if base is not None:
-                    on_base(columns, start)
-                return
-            j = tree[j].parent
+                Y[off + row, start + c] = program.let(Y[off + row, start + c] + _dot(axis, column))
 
     if base is not None:
         on_base(wrench_block(root_v, root_vr, base_acceleration), 0)
@@ -342,10 +350,11 @@ def derive_regressor(description: RobotDescription, simplify: bool = True,
 
     # The friction columns of a coupled joint see its own rate: G q̇ enters Y through qd (tree rates).
     rates = coupling.rates(qd[off:])
+    shared: dict = {}
     Y = projected(_regressor_pass(description, program, tree_q, rates, rates, coupling.rates(qdd[off:]),
-                                  base(qd, qd, qdd)))
+                                  base(qd, qd, qdd), shared))
     Y_sl = projected(_regressor_pass(description, program, tree_q, rates, coupling.rates(qdr[off:]),
-                                     coupling.rates(qddr[off:]), base(qd, qdr, qddr)))
+                                     coupling.rates(qddr[off:]), base(qd, qdr, qddr), shared))
     names, layout, values = _parameter_values(description)
     say(f"  regressor: {len(names)} dynamic parameters, {len(program.definitions)} intermediate values "
         f"({time.perf_counter() - start:.2f} s)")
