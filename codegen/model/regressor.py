@@ -9,7 +9,8 @@ they are lumped into that link's parameters; only its spin inertia has a column 
 carries the full rotor model (the coupling k_r z·ω̇_parent and the gyroscopic terms, not k_r² Ia q̈).
 
 Y is computed by a Newton-Euler pass (Atkeson, An & Hollerbach 1986): each body's wrench is linear in
-its parameters, f = A(v, a) π_body, and is carried to every joint it loads. With a reference velocity
+its parameters, f = A(v, a) π_body, and each joint it loads takes the projection of f on its motion
+subspace (the subspace carried down to the body, once per joint and body below it). With a reference velocity
 q̇r and acceleration q̈r the same pass gives the Slotine-Li regressor
 Y(q, q̇, q̇r, q̈r) π = M q̈r + C(q, q̇) q̇r + g + friction(q̇), with the Christoffel-consistent C (the
 factorisation of Echeandia & Wensing 2021, as in recursive.py): f = I a_r + B(I, v) v_r.
