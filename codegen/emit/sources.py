@@ -352,20 +352,20 @@ def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str
     else:
         assignments = []
         for k, matrix in enumerate(value.outputs):
-            entries = _entries(matrix, outputs[k])
-            zeros = [target for target, e in entries if e == 0]
+            every = _entries(matrix, outputs[k])
+            zeros = [target for target, e in every if e == 0]
+            constants = [(index, e) for index, (_, e) in enumerate(every) if e != 0 and e.is_Number]
+            entries = every
             if len(zeros) >= _ZERO_LOOP:  # one loop, not thousands of stores (regressors, K): compile time
-                lines.append(f"    for (int i = 0; i < {len(entries)}; ++i) {outputs[k]}[i] = 0.0;")
+                lines.append(f"    for (int i = 0; i < {len(every)}; ++i) {outputs[k]}[i] = 0.0;")
                 entries = [(target, e) for target, e in entries if e != 0]
-            constants = [(index, e) for index, (_, e) in enumerate(_entries(matrix, outputs[k]))
-                         if e != 0 and e.is_Number]
             if len(constants) >= _CONSTANT_TABLE:  # a URDF robot's K: a table and a loop, not thousands of stores
-                printer = RobotCPrinter({})
+                literal = RobotCPrinter({}).expression
                 name = f"{outputs[k]}_constants"
                 lines += [f"    static const int {name}_at[{len(constants)}] = "
                           f"{{{', '.join(str(index) for index, _ in constants)}}};",
                           f"    static const double {name}[{len(constants)}] = "
-                          f"{{{', '.join(printer.expression(e) for _, e in constants)}}};",
+                          f"{{{', '.join(literal(e) for _, e in constants)}}};",
                           f"    for (int i = 0; i < {len(constants)}; ++i) {outputs[k]}[{name}_at[i]] = {name}[i];"]
                 entries = [(target, e) for target, e in entries if not (e != 0 and e.is_Number)]
             assignments += entries
