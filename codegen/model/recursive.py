@@ -34,6 +34,7 @@ from ..description.model import RobotDescription
 from .common import BASE_TO_SPATIAL, Coupling, Progress, base_jacobian, model_symbols, point_jacobian
 from .common import skew as _cross
 from .lagrange import SymbolicModel
+from .newton_euler import ClassicalNewtonEuler
 from .program import Program
 
 
@@ -328,9 +329,14 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
         return sp.Matrix(qdd_out), D
 
     t0 = time.perf_counter()
-    rnea_tau = newton_euler(True, True, True)
-    bias = newton_euler(True, False, True)
-    g = newton_euler(False, False, True)
+    if rotors or off:
+        rnea_tau = newton_euler(True, True, True)
+        bias = newton_euler(True, False, True)
+        g = newton_euler(False, False, True)
+    else:  # the same torques in 3-vectors, with fewer operations (newton_euler.py)
+        classical = ClassicalNewtonEuler(description, q, program)
+        rnea_tau, bias, g = (sp.Matrix(classical.torques(qd, qdd, -base_gravity, velocity, acceleration))
+                             for velocity, acceleration in ((True, True), (True, False), (False, False)))
     t_rnea = time.perf_counter()
     say(f"  Newton-Euler (torque, bias, gravity) over {n} bodies: {t_rnea - t0:.2f} s")
 
