@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import sympy as sp
+
+#: The --exact-angles tolerance (radians): a constant angle this close to a multiple of pi/2 is taken as it.
+QUARTER_TURN_TOLERANCE = 1e-9
 
 
 def rot_x(angle) -> sp.Matrix:
@@ -42,6 +47,30 @@ def rot_axis(axis: sp.Matrix, angle) -> sp.Matrix:
 def rpy(roll, pitch, yaw) -> sp.Matrix:
     """URDF convention: fixed-axis roll about x, then pitch about y, then yaw about z."""
     return rot_z(yaw) * rot_y(pitch) * rot_x(roll)
+
+
+def nearest_quarter_turn(angle, tolerance: float = QUARTER_TURN_TOLERANCE) -> sp.Expr | None:
+    """k pi/2 (0 for k = 0) when the constant ``angle`` is within ``tolerance`` of it, else None (also for
+    an angle that depends on parameters). The distance is evaluated with enough digits for the angle's
+    magnitude, so an angle of 1e6 rad is judged as precisely as one of 1 rad."""
+    if not isinstance(angle, sp.Basic) or angle.free_symbols or not angle.is_number:
+        return None
+    rough = sp.N(angle, 15)
+    if not (rough.is_Number and rough.is_real) or not math.isfinite(float(rough)):
+        return None
+    value = float(rough)
+    digits = 30 + max(0, int(math.log10(abs(value) + 1)))
+    k = int(sp.Integer(sp.N(angle / (sp.pi / 2), digits).round()))
+    nearest = sp.Integer(k) * sp.pi / 2
+    if abs(float(sp.N(angle - nearest, digits))) <= tolerance:
+        return nearest
+    return None
+
+
+def snap_quarter_turn(angle, tolerance: float = QUARTER_TURN_TOLERANCE) -> sp.Expr:
+    """``nearest_quarter_turn(angle)`` if there is one, else ``angle`` unchanged."""
+    nearest = nearest_quarter_turn(angle, tolerance)
+    return angle if nearest is None else nearest
 
 
 def homogeneous(rotation: sp.Matrix | None = None, translation=None) -> sp.Matrix:

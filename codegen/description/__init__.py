@@ -21,7 +21,8 @@ def parse_source(data: bytes, path: str, options: BuildOptions | None = None):
     URDF only: ``options.lock`` freezes joints, ``options.runtime_parameters`` keeps inertial
     values as named parameters (YAML says which values are parameters), ``options.base`` "floating"
     frees the root link (YAML declares it). ``options.tool`` names
-    the link carrying the tool frame, in either format."""
+    the link carrying the tool frame, in either format. ``options.exact_angles`` takes every angle
+    within 1e-9 rad of a multiple of pi/2 as that multiple, in either format (and in ``tool_offset``)."""
     from .parse import decode_description, parse_text
 
     options = options or BuildOptions()
@@ -34,7 +35,7 @@ def parse_source(data: bytes, path: str, options: BuildOptions | None = None):
         description = parse_urdf_text(data, path, data, lock=options.lock_map,
                                       runtime_parameters=options.runtime_parameters, tool=options.tool,
                                       accept_invalid_inertia=options.accept_invalid_inertia,
-                                      floating=options.base == "floating")
+                                      floating=options.base == "floating", exact_angles=options.exact_angles)
         # The URDF tool frame is the tool link's own frame (a link merged into its parent keeps it).
         return _with_tool_offset(description, options, description.tool)
     if options.lock:
@@ -44,7 +45,7 @@ def parse_source(data: bytes, path: str, options: BuildOptions | None = None):
         raise DescriptionError(path, None, "", "--runtime-parameters is for URDF input; a YAML description "
                                "declares its runtime parameters under 'parameters'")
     description = parse_text(decode_description(data, path), path, data, tool_override=options.tool,
-                             accept_invalid_inertia=options.accept_invalid_inertia)
+                             accept_invalid_inertia=options.accept_invalid_inertia, exact_angles=options.exact_angles)
     if options.base == "floating" and description.floating_base is None:
         raise DescriptionError(path, None, "base", "--base floating is for URDF input; a YAML description declares "
                                "its floating base: base: {floating: true, link: {mass: ..., com: [...], inertia: "
@@ -68,7 +69,10 @@ def _with_tool_offset(description, options: BuildOptions, link_frame):
         exact = [parse_number_literal(repr(v)) if v != 0 else sp.Integer(0) for v in values]
     except ValueError as exc:
         raise DescriptionError(description.path, None, "tool_offset", str(exc)) from None
-    offset = geometry.homogeneous(geometry.rpy(*exact[3:]), sp.Matrix(exact[:3]))
+    angles = exact[3:]
+    if options.exact_angles:
+        angles = [geometry.snap_quarter_turn(angle) for angle in angles]
+    offset = geometry.homogeneous(geometry.rpy(*angles), sp.Matrix(exact[:3]))
     return dataclasses.replace(description, tool=sp.ImmutableMatrix(sp.Matrix(link_frame) * offset))
 
 

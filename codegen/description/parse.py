@@ -37,6 +37,7 @@ TOP_KEYS = {"name", "description", "parameters", "gravity", "base", "joints", "t
 JOINT_KEYS = {"name", "type", "parent", "dh", "mdh", "origin", "axis", "link", "friction", "motor", "limits"}
 TOOL_KEYS = {"link", "xyz", "rpy"}
 DH_KEYS = {"a", "alpha", "d", "theta"}
+DH_ANGLES = {"alpha", "theta"}
 ORIGIN_KEYS = {"xyz", "rpy"}
 FLOATING_BASE_KEYS = {"floating", "link"}
 LINK_KEYS = {"name", "mass", "com", "inertia"}
@@ -141,6 +142,16 @@ class _Node:
     def vector3(self) -> sp.ImmutableMatrix:
         return sp.ImmutableMatrix([node.expression() for node in self.sequence(3)])
 
+    def angle(self) -> sp.Expr:
+        """An angle (rad): with ``exact_angles`` (set on the parse context) a constant within 1e-9 of a
+        multiple of pi/2 is taken as that multiple (``geometry.nearest_quarter_turn``)."""
+        value = self.expression()
+        return geometry.snap_quarter_turn(value) if self.ctx.exact_angles else value
+
+    def angles3(self) -> sp.ImmutableMatrix:
+        """Three angles: roll, pitch, yaw."""
+        return sp.ImmutableMatrix([node.angle() for node in self.sequence(3)])
+
     def numeric(self, expr: sp.Expr) -> float:
         """Value of ``expr`` at the parameter defaults (for physical checks)."""
         try:
@@ -153,9 +164,10 @@ class _Node:
 
 
 class _Context:
-    def __init__(self, path: str, accept_invalid_inertia: bool = False):
+    def __init__(self, path: str, accept_invalid_inertia: bool = False, exact_angles: bool = False):
         self.path = path
         self.accept_invalid_inertia = accept_invalid_inertia
+        self.exact_angles = exact_angles
         self.symbols: dict[str, sp.Symbol] = {}
         self.defaults: dict[sp.Symbol, float] = {}
 
@@ -226,7 +238,7 @@ def _parse_parameters(root: _Node, ctx: _Context, problems: DescriptionErrors) -
 def _parse_origin(node: _Node) -> sp.Matrix:
     node.mapping(ORIGIN_KEYS)
     xyz = node.get("xyz").vector3() if node.has("xyz") else sp.zeros(3, 1)
-    angles = node.get("rpy").vector3() if node.has("rpy") else sp.zeros(3, 1)
+    angles = node.get("rpy").angles3() if node.has("rpy") else sp.zeros(3, 1)
     return geometry.homogeneous(geometry.rpy(*angles), xyz)
 
 
@@ -364,7 +376,8 @@ def _parse_joint(node: _Node, index: int, names: dict[str, int], link_names: dic
             if node.has("axis"):
                 raise node.get("axis").error(f"'axis' cannot be combined with '{forms[0]}': DH joints move along/about z")
             dh_node = node.get(forms[0]).mapping(DH_KEYS)
-            values = {key: dh_node.get(key).expression() if dh_node.has(key) else sp.Integer(0) for key in DH_KEYS}
+            values = {key: (dh_node.get(key).angle() if key in DH_ANGLES else dh_node.get(key).expression())
+                      if dh_node.has(key) else sp.Integer(0) for key in DH_KEYS}
             build = geometry.dh_standard if forms[0] == "dh" else geometry.dh_modified
             placement, successor = build(values["a"], values["alpha"], values["d"], values["theta"])
         else:
@@ -419,12 +432,15 @@ def _parse_joint(node: _Node, index: int, names: dict[str, int], link_names: dic
 
 
 def parse_text(text: str, path: str = "<string>", data: bytes | None = None,
-               tool_override: str | None = None, accept_invalid_inertia: bool = False) -> RobotDescription:
-    """Parse description text; ``path`` is used in messages and for the default name.
+               tool_override: str | None = None, accept_invalid_inertia: bool = False,
+               exact_angles: bool = False) -> RobotDescription:
+    """Parse description text; ``path`` is used in messages and for the default name. ``exact_angles``:
+    every constant angle (origin, base and tool rpy; DH alpha and theta) within 1e-9 rad of a multiple of
+    pi/2 is taken as that multiple.
 
     Independent parts (each top-level key, each parameter, each joint and its parts) are checked on
     their own, so one DescriptionError lists every problem found (up to DescriptionError.MAX_PROBLEMS)."""
-    ctx = _Context(path, accept_invalid_inertia)
+    ctx = _Context(path, accept_invalid_inertia, exact_angles)
     root = _Node(load_yaml(text, path), "", ctx)
     problems = DescriptionErrors()
     with problems.section():
@@ -468,7 +484,7 @@ def parse_text(text: str, path: str = "<string>", data: bytes | None = None,
         if root.has("tool"):
             tool_node = root.get("tool").mapping(TOOL_KEYS)
             xyz = tool_node.get("xyz").vector3() if tool_node.has("xyz") else sp.zeros(3, 1)
-            angles = tool_node.get("rpy").vector3() if tool_node.has("rpy") else sp.zeros(3, 1)
+            angles = tool_node.get("rpy").angles3() if tool_node.has("rpy") else sp.zeros(3, 1)
             tool = geometry.homogeneous(geometry.rpy(*angles), xyz)
 
     items: list[_Node] = []

@@ -45,7 +45,10 @@ What becomes of a URDF:
 * numbers are baked as exact SymPy numbers: every decimal in the XML becomes
   the Rational it spells (``0.1`` -> 1/10); an angle that is a double within
   4 ulps of a multiple of pi/12 (such as ``1.5707963267948966``) becomes that
-  exact multiple of pi, so that its sine and cosine are exact;
+  exact multiple of pi, so that its sine and cosine are exact; with
+  ``exact_angles`` (``--exact-angles``), an angle within 1e-9 rad of a multiple
+  of pi/2 (such as the UR5's ``1.57079632679``) becomes that multiple as well
+  (every angle: origin and inertial rpy, lock positions, mimic offsets);
 * gravity is ``[0, 0, -9.81]``, settable at run time through the parameters
   ``gravity_x``, ``gravity_y``, ``gravity_z``; the tool is the identity on the
   link of the last joint.
@@ -180,8 +183,18 @@ def _parse_xml(source: str | bytes, path: str) -> _Element:
 # --- numbers and fields ---------------------------------------------------------------------------
 
 class _Reader:
-    def __init__(self, path: str):
+    def __init__(self, path: str, exact_angles: bool = False):
         self.path = path
+        self.exact_angles = exact_angles
+
+    def angle(self, value: sp.Expr) -> sp.Expr:
+        """An angle, exact where it can be: ``_exact_angle`` (4 ulps of k pi / 12) and, with
+        ``exact_angles``, first ``geometry.nearest_quarter_turn`` (1e-9 rad of k pi / 2)."""
+        if self.exact_angles:
+            nearest = geometry.nearest_quarter_turn(value)
+            if nearest is not None:
+                return nearest
+        return _exact_angle(value) if value.is_Rational else value
 
     def error(self, element: _Element | None, field_: str, message: str) -> DescriptionError:
         return DescriptionError(self.path, None if element is None else element.line, field_, message)
@@ -205,7 +218,7 @@ class _Reader:
                 value = parse_number_literal(token)
             except ExpressionError as exc:
                 raise self.error(element, field_, str(exc)) from None
-            values.append(_exact_angle(value) if angles else value)
+            values.append(self.angle(value) if angles else value)
         return tuple(values)
 
     def number(self, element: _Element, attribute: str, field_: str, default=None) -> sp.Expr:
@@ -269,9 +282,10 @@ def _exact_angle(value: sp.Rational) -> sp.Expr:
     return value
 
 
-def _lock_value(value, angle: bool) -> sp.Expr:
-    """A lock position as an exact number: ValueError (or ExpressionError) unless it is a finite real
-    number of a literal's range (magnitudes from 1e-100 to 1e100, or 0)."""
+def _lock_value(value, angle: bool, reader: _Reader) -> sp.Expr:
+    """A lock position as an exact number (an angle made exact by ``reader.angle`` when ``angle``):
+    ValueError (or ExpressionError) unless it is a finite real number of a literal's range (magnitudes
+    from 1e-100 to 1e100, or 0)."""
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a number")
     if isinstance(value, sp.Basic) and (not value.is_number or not value.is_real):
@@ -288,7 +302,7 @@ def _lock_value(value, angle: bool) -> sp.Expr:
     exact = parse_number_literal(repr(number))  # checks the range
     if isinstance(value, sp.Basic):
         return value
-    return _exact_angle(exact) if angle else exact
+    return reader.angle(exact) if angle else exact
 
 
 # --- links ----------------------------------------------------------------------------------------
@@ -563,7 +577,8 @@ def _robot_name(raw: str, path: str) -> str:
 def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | None = None,
                     lock: Mapping[str, float] | None = None,
                     runtime_parameters: bool = False, tool: str | None = None,
-                    accept_invalid_inertia: bool = False, floating: bool = False) -> RobotDescription:
+                    accept_invalid_inertia: bool = False, floating: bool = False,
+                    exact_angles: bool = False) -> RobotDescription:
     """Parse URDF text (or bytes, whose XML declaration then gives the encoding).
 
     ``lock`` maps names of moving joints to positions (rad or m): each becomes a fixed joint at that
@@ -575,8 +590,10 @@ def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | Non
     a link merged into its parent by a fixed joint keeps its own frame.
     ``floating``: the root link moves freely (a free flyer, docs/floating_base.md), carrying the links
     fixed to it; by default it is fixed to the world, as the URDF convention has it.
+    ``exact_angles``: every angle within 1e-9 rad of a multiple of pi/2 is taken as that multiple
+    (``geometry.nearest_quarter_turn``); by default only doubles within 4 ulps of a multiple of pi/12 are.
     """
-    reader = _Reader(path)
+    reader = _Reader(path, exact_angles)
     robot = _parse_xml(text, path)
     if robot.tag != "robot":
         hint = " (this looks like xacro: expand it first with xacro)" if robot.tag.startswith("xacro:") else ""
@@ -754,7 +771,7 @@ def _lock_positions(reader: _Reader, lock: dict, by_name: dict[str, _UJoint],
                 raise reader.error(joint.element, f"lock[{joint_name}]",
                                    f"joint {joint_name!r} is {joint.kind}; only moving joints can be locked")
             try:
-                position = _lock_value(value, angle=joint.kind != "prismatic")
+                position = _lock_value(value, joint.kind != "prismatic", reader)
             except (ValueError, TypeError, ExpressionError) as exc:
                 raise reader.error(joint.element, f"lock[{joint_name}]", f"invalid position: {exc}") from None
             low, high = joint.limits.lower, joint.limits.upper
@@ -806,7 +823,7 @@ def _resolve_mimics(reader: _Reader, joints: list[_UJoint], by_name: dict[str, _
                 current = source
             if current.name in locked or multiplier == 0:
                 value = offset + (multiplier * locked[current.name] if multiplier != 0 else 0)
-                locked[joint.name] = _exact_angle(value) if joint.kind != "prismatic" and value.is_Rational else value
+                locked[joint.name] = reader.angle(value) if joint.kind != "prismatic" else value
             else:
                 couplings[joint.name] = (current.name, multiplier, offset)
         except DescriptionError as error:
