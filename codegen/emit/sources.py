@@ -35,6 +35,7 @@ from ..model.program import needed_definitions
 from ..model.routines import DerivativeSolve, Expressions, RoutineDefinition, RoutineSet, TreeSolve, dimensions
 from .cse import eliminate
 from .printer import TRIG_FUNCTIONS, RobotCPrinter, TrigTable, count_operations, fold_constants
+from .schedule import order
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ class _Block:
             names[symbol] = symbol.name
         printer = RobotCPrinter(names, self.trig)
         lines = []
-        for kind, item, value in _schedule(replacements, list(zip(targets, reduced))):
+        for kind, item, value in order(replacements, list(zip(targets, reduced)), keep_outputs=declare):
             text = printer.expression(value)
             if kind == "value":
                 lines.append(f"{indent}const double {item.name} = {text};")
@@ -141,30 +142,6 @@ def _topological(values: list) -> list:
                                                            if s in defined), set(),
                 lambda k: order.append(values[k]))
     return order
-
-
-def _schedule(values: list, outputs: list) -> list:
-    """The statements in an order that keeps few values alive: each output as soon as what it reads is known
-    (outputs taken in that order), and each intermediate just before its first use (depth first). Written all
-    intermediates first, outputs last, a long routine keeps thousands of values alive at once, which GCC's
-    register allocation pays for: Solo12's C compiles in 1.3 s instead of 2.6 s. (Its derivative kernels, whose
-    outputs read values shared across the whole routine, still spent 70% of 12 s there: _split cuts them up.)"""
-    position = {symbol: k for k, (symbol, _) in enumerate(values)}
-    reads = {symbol: sorted((s for s in value.free_symbols if s in position), key=position.__getitem__)
-             for symbol, value in values}
-    value_of = dict(values)
-    order = sorted(range(len(outputs)), key=lambda k: (max((position[s] for s in outputs[k][1].free_symbols
-                                                             if s in position), default=-1), k))
-    done: set = set()
-    statements = []
-    for k in order:
-        target, value = outputs[k]
-        _post_order(sorted((s for s in value.free_symbols if s in position), key=position.__getitem__),
-                    reads.__getitem__, done, lambda symbol: statements.append(("value", symbol, value_of[symbol])))
-        statements.append(("output", target, value))
-    # Values no output reads (a guard's, a later block's) keep their place at the end, in program order.
-    statements += [("value", symbol, value) for symbol, value in values if symbol not in done]
-    return statements
 
 
 def _entries(matrix: sp.MatrixBase, target: str) -> list[tuple[str, sp.Expr]]:
@@ -465,7 +442,8 @@ def _statements(lines: list[str]) -> list[list[str]]:
 
 def _split(statements: list[str]) -> tuple[list[list[str]], int] | None:
     """The statements in parts of about _PART_OPERATIONS operations each, every value a later part reads stored
-    to ``spill`` after its definition and read back at the top of that part; and the spill size. None: one part."""
+    to ``spill`` after its definition and read back in that part just before its first reader; and the spill
+    size. None: one part."""
     groups = _statements(statements)
     parts: list[list[list[str]]] = [[]]
     size = 0
@@ -490,16 +468,23 @@ def _split(statements: list[str]) -> tuple[list[list[str]], int] | None:
                     defined_in[match.group(1)] = index
         reads.append(used)
     slots: dict[str, int] = {}
-    loads: list[list[str]] = []
     for index, used in enumerate(reads):
         crossing = sorted((name for name in used if defined_in.get(name, index) < index), key=lambda n: (len(n), n))
         for name in crossing:
             slots.setdefault(name, len(slots))
-        loads.append([f"    const double {name} = spill[{slots[name]}];" for name in crossing])
+    # A value from an earlier part is read back just before the first statement that reads it, not at the top:
+    # GCC keeps the order, and a load at the top keeps a register (or a stack slot) busy until that statement.
     result = []
     for index, part in enumerate(parts):
-        lines = list(loads[index])
+        lines: list[str] = []
+        loaded: set[str] = set()
         for group in part:
+            for line in group:
+                match = _DECLARATION.match(line) if len(group) == 1 else None
+                for name in _IDENTIFIER.findall(line[match.end():] if match else line):
+                    if name not in loaded and defined_in.get(name, index) < index:
+                        loaded.add(name)
+                        lines.append(f"    const double {name} = spill[{slots[name]}];")
             lines += group
             match = _DECLARATION.match(group[0]) if len(group) == 1 else None
             if match and match.group(1) in slots:
