@@ -40,9 +40,9 @@ typedef struct {
 #define RD_OUT_FLAGS (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE)
 
 /* Sum of x[0:n], two accumulators. If every x[i] is finite the sum is finite, except for an
-   overflow near 1e308; any NaN or infinity makes it NaN or infinite. So a finite sum proves
-   all values finite, and a non-finite one sends the call to the general path, which checks
-   the values one by one (and accepts an overflowing sum). */
+   overflow near 1e308; any NaN or infinity makes it NaN or infinite. So a finite sum proves all
+   values finite, and a non-finite one sends the call to the general path, which checks the values
+   one by one (and accepts an overflowing sum). */
 static inline double rd_sum(const double *x, Py_ssize_t n)
 {
     double a0 = 0.0, a1 = 0.0;
@@ -88,13 +88,13 @@ static inline double *rd_array_data(PyObject *x, int rank, const int *dims, int 
 #define RD_ALWAYS_INLINE inline
 #endif
 
-static RD_ALWAYS_INLINE int rd_fast_call(const rd_routine *r, unsigned optional, PyObject *const *args, const double *p,
-                        Py_ssize_t n_params, int release, PyObject *float64_descr, PyObject **result)
+static RD_ALWAYS_INLINE int rd_fast_call_sized(const rd_routine *r, unsigned optional, PyObject *const *args,
+                                               const double *p, int release, PyObject *float64_descr,
+                                               PyObject **result, const int n_inputs, const int n_outputs)
 {
     PyArray_Descr *float64 = (PyArray_Descr *)float64_descr;
     const double *in[RD_MAX_INPUTS];
     double total = 0.0;
-    const int n_inputs = r->n_inputs;
     for (int k = 0; k < n_inputs; ++k) {
         PyObject *x = args[k];
         if (x == NULL || x == Py_None) {
@@ -109,12 +109,10 @@ static RD_ALWAYS_INLINE int rd_fast_call(const rd_routine *r, unsigned optional,
         in[k] = data;
         total += rd_sum(data, r->in_size[k]);
     }
-    (void)n_params; /* the runtime only stores finite parameters (RobotCore._set_parameter) */
     if (!isfinite(total))
         return RD_FAST_DECLINED;
 
     /* Outputs: one array (or a float), or for several outputs a tuple of arrays (none a scalar). */
-    const int n_outputs = r->n_outputs;
     PyObject *out = args[n_inputs];
     const int given = out != NULL && out != Py_None;
     PyObject *made[RD_MAX_OUTPUTS] = {NULL};
@@ -186,6 +184,25 @@ declined:
     for (int j = 0; j < n_outputs; ++j)
         Py_XDECREF(made[j]);
     return RD_FAST_DECLINED;
+}
+
+/* rd_fast_call_sized with the counts of the common signatures as constants, so that the compiler unrolls its
+   loops over the arguments. Parameters are not checked: the runtime only stores finite ones
+   (RobotCore._set_parameter). */
+static RD_ALWAYS_INLINE int rd_fast_call(const rd_routine *r, unsigned optional, PyObject *const *args, const double *p,
+                                         Py_ssize_t n_params, int release, PyObject *float64_descr, PyObject **result)
+{
+    (void)n_params;
+    if (r->n_outputs == 1) {
+        switch (r->n_inputs) {
+        case 1: return rd_fast_call_sized(r, optional, args, p, release, float64_descr, result, 1, 1);
+        case 2: return rd_fast_call_sized(r, optional, args, p, release, float64_descr, result, 2, 1);
+        case 3: return rd_fast_call_sized(r, optional, args, p, release, float64_descr, result, 3, 1);
+        case 4: return rd_fast_call_sized(r, optional, args, p, release, float64_descr, result, 4, 1);
+        default: break;
+        }
+    }
+    return rd_fast_call_sized(r, optional, args, p, release, float64_descr, result, r->n_inputs, r->n_outputs);
 }
 
 /* Run the kernel on `count` rows (batched) or once; returns the first failing row, or -1. */
