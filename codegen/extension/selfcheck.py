@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import sympy as sp
 
-from ..model.numeric import numpy_function
+from ..model.numeric import NumPyPrograms
 from ..model.program import needed_definitions
 from ..model.routines import DerivativeSolve, Expressions, RoutineDefinition, RoutineSet, TreeSolve
 
@@ -160,28 +160,31 @@ def _relative(a: np.ndarray, b: np.ndarray, scale: float = 0.0) -> float:
     return difference / scale if scale > 0 else difference
 
 
-def _vectorised(routines: RoutineSet, definition: RoutineDefinition, matrices, inputs=None) -> callable:
+def _vectorised(routines: RoutineSet, definition: RoutineDefinition, matrices, inputs=None,
+                programs: NumPyPrograms | None = None) -> callable:
     """f(inputs, params) -> list of arrays (samples, rows, cols), one per matrix; NumPy evaluates
     all samples at once (each symbol's argument is a column of the batch). ``inputs``: the symbols of each
-    argument, if not the routine's."""
+    argument, if not the routine's; ``programs``: the functions' printer, shared by the routines of one check
+    (each definition printed once)."""
     model = routines.model
-    entries = [e for matrix in matrices for e in matrix]
+    entries = [e for matrix in matrices for e in matrix.flat()]  # a list: item access is slow on large matrices
     own = definition.value.definitions if isinstance(definition.value, (Expressions, DerivativeSolve)) else ()
     definitions = tuple(model.definitions) + tuple(own)
     prelude = needed_definitions(definitions, entries) if definitions else []
     arguments = [list(symbols) for symbols in (definition.inputs if inputs is None else inputs)]
     arguments += [list(model.parameters)]
-    function = numpy_function(arguments, prelude, entries)
+    function = (programs or NumPyPrograms()).function(arguments, prelude, entries)
 
     def evaluate(inputs: list[np.ndarray], params: np.ndarray) -> list[np.ndarray]:
         count = inputs[0].shape[0] if inputs else 1  # a routine without arguments: one value
         flat = function(*[x.T for x in inputs], params)
-        values = [np.broadcast_to(np.asarray(v, dtype=float), (count,)) for v in flat]
+        values = np.empty((len(flat), count))  # entry by entry: a number fills its row
+        for k, value in enumerate(flat):
+            values[k] = value
         result, start = [], 0
         for matrix in matrices:
             rows, cols = matrix.shape
-            block = np.stack(values[start:start + rows * cols], axis=1).reshape(count, rows, cols)
-            result.append(block)
+            result.append(np.ascontiguousarray(values[start:start + rows * cols].T).reshape(count, rows, cols))
             start += rows * cols
         return result
 
@@ -189,27 +192,31 @@ def _vectorised(routines: RoutineSet, definition: RoutineDefinition, matrices, i
 
 
 def _reference(routines: RoutineSet, definition: RoutineDefinition, inputs: list[np.ndarray],
-               params: np.ndarray) -> tuple[list[np.ndarray], float]:
+               params: np.ndarray, programs: NumPyPrograms | None = None) -> tuple[list[np.ndarray], float]:
     """The routine's outputs computed from its symbolic value, (samples, ...) each, and the condition
     number their rounding error scales with (the largest of the solved matrices'; 1 without a solve)."""
     value = definition.value
+    programs = programs or NumPyPrograms()
     if isinstance(value, TreeSolve):
-        matrix, rhs = _vectorised(routines, definition, [value.matrix, value.rhs])(inputs, params)
+        matrix, rhs = _vectorised(routines, definition, [value.matrix, value.rhs], programs=programs)(inputs, params)
         return [np.linalg.solve(matrix, rhs)], float(np.max(np.linalg.cond(matrix)))
     if isinstance(value, DerivativeSolve):  # q, qd, tau: qdd by NumPy, the derivatives there, solved by NumPy
-        matrix, rhs = _vectorised(routines, definition, [value.solve.matrix, value.solve.rhs])(inputs, params)
+        matrix, rhs = _vectorised(routines, definition, [value.solve.matrix, value.solve.rhs],
+                                  programs=programs)(inputs, params)
         qdd = np.linalg.solve(matrix, rhs)[..., 0]
         jacobians = _vectorised(routines, definition, list(value.jacobians),
-                                inputs=list(definition.inputs[:2]) + [value.qdd])(inputs[:2] + [qdd], params)
+                                inputs=list(definition.inputs[:2]) + [value.qdd],
+                                programs=programs)(inputs[:2] + [qdd], params)
         return ([-np.linalg.solve(matrix, j) for j in jacobians] + [np.linalg.inv(matrix)],
                 float(np.max(np.linalg.cond(matrix))))
-    return _vectorised(routines, definition, list(value.outputs))(inputs, params), 1.0
+    return _vectorised(routines, definition, list(value.outputs), programs=programs)(inputs, params), 1.0
 
 
 def run_selfcheck(robot, routines: RoutineSet, samples: int = 20, seed: int = 0) -> list[Check]:
     """``robot`` is the compiled robot (a robodyn.Robot) with its default parameters."""
     params = np.array([p.default for p in routines.model.description.parameters], dtype=float)
     values = random_inputs(routines, samples, seed, robot)
+    programs = NumPyPrograms()  # the routines' reference functions share the model's definitions: printed once
     checks: list[Check] = []
     for definition in routines.definitions:
         routine = definition.routine
@@ -217,7 +224,7 @@ def run_selfcheck(robot, routines: RoutineSet, samples: int = 20, seed: int = 0)
         try:
             compiled = getattr(robot, routine.method)(*inputs)
             compiled = [compiled] if len(routine.outputs) == 1 else list(compiled)
-            reference, condition = _reference(routines, definition, inputs, params)
+            reference, condition = _reference(routines, definition, inputs, params, programs)
         except ValueError:  # a singular M (a joint that moves no mass): forward dynamics has no answer
             checks.append(Check(f"compiled_vs_symbolic_{routine.name}", np.inf, SYMBOLIC_TOLERANCE))
             continue

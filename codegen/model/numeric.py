@@ -38,15 +38,51 @@ class _NumPyText(FastArithmetic, NumPyPrinter):
     _print_Dummy = _print_Symbol
 
 
+class NumPyPrograms:
+    """Straight-line NumPy functions over shared definitions, each definition and output printed once however many
+    functions read it (the self-check makes one function per routine, and most of them read the model's program).
+    Every symbol has one name for all the functions (``x<k>`` for the first seen as an input, ``t<k>`` for a
+    definition); each function binds its inputs to those names from its arguments, then evaluates its definitions
+    in order: the same arithmetic as ``numpy_function``'s, under other names."""
+
+    def __init__(self):
+        self._names: dict = {}
+        self._printer = _NumPyText(self._names)  # reads the names as they are added
+        self._lines: dict = {}  # (symbol, value) -> "name = value" as printed
+        self._texts: dict = {}  # entry -> its text (routines share outputs, and K's are mostly zeros)
+
+    def _name(self, symbol, stem: str) -> str:
+        name = self._names.get(symbol)
+        if name is None:
+            name = self._names[symbol] = f"{stem}{len(self._names)}"
+        return name
+
+    def _text(self, entry) -> str:
+        text = self._texts.get(entry)
+        if text is None:
+            text = self._texts[entry] = self._printer._print(entry)
+        return text
+
+    def function(self, arguments: list[list[sp.Symbol]], prelude: list, entries: list):
+        """f(*arguments) -> list of values, one per entry (each argument a sequence of arrays, one per symbol);
+        ``prelude`` (symbol, value) pairs are evaluated first."""
+        lines = [f"def evaluate({', '.join(f'a{k}' for k in range(len(arguments)))}):"]
+        lines += [f"    {self._name(symbol, 'x')} = a{k}[{j}]"
+                  for k, symbols in enumerate(arguments) for j, symbol in enumerate(symbols)]
+        for symbol, _ in prelude:
+            self._name(symbol, "t")
+        for symbol, value in prelude:
+            line = self._lines.get((symbol, value))
+            if line is None:
+                line = self._lines[(symbol, value)] = f"    {self._names[symbol]} = {self._printer._print(value)}"
+            lines.append(line)
+        lines.append("    return [" + ", ".join(self._text(entry) for entry in entries) + "]")
+        namespace = {"numpy": np}
+        exec(compile("\n".join(lines), "<robodyn numeric>", "exec"), namespace)  # our names only (see printer)
+        return namespace["evaluate"]
+
+
 def numpy_function(arguments: list[list[sp.Symbol]], prelude: list, entries: list):
     """f(*arguments) -> list of values, one per entry: a straight-line Python function over NumPy arrays
     (each argument a sequence of arrays, one per symbol); ``prelude`` (symbol, value) pairs are evaluated first."""
-    names = {symbol: f"a{k}[{j}]" for k, symbols in enumerate(arguments) for j, symbol in enumerate(symbols)}
-    names.update({symbol: f"t{i}" for i, (symbol, _) in enumerate(prelude)})
-    printer = _NumPyText(names)
-    lines = [f"def evaluate({', '.join(f'a{k}' for k in range(len(arguments)))}):"]
-    lines += [f"    t{i} = {printer._print(value)}" for i, (_, value) in enumerate(prelude)]
-    lines.append("    return [" + ", ".join(printer._print(entry) for entry in entries) + "]")
-    namespace = {"numpy": np}
-    exec(compile("\n".join(lines), "<robodyn numeric>", "exec"), namespace)  # our names only (see printer)
-    return namespace["evaluate"]
+    return NumPyPrograms().function(arguments, prelude, entries)

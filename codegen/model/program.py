@@ -39,17 +39,39 @@ class Program:
         return m.applyfunc(self.let)
 
 
+#: The free symbols of definition values and outputs: ``free_symbols`` walks the expression each time it is asked,
+#: and the emitter and the self-check ask for the same definitions routine after routine (a humanoid's model
+#: program, 20 times over), and for the same outputs (K's 10⁵ entries, most of them zeros). Keyed by value (two
+#: programs name their intermediates alike); kept for one program, the one whose first definition is ``_OWNER``'s,
+#: and emptied when full.
+_FREE_SYMBOLS: dict = {}
+_FREE_SYMBOLS_LIMIT = 200_000
+_OWNER: list = [None]
+
+
+def _free_symbols(value: sp.Expr):
+    found = _FREE_SYMBOLS.get(value)
+    if found is None:
+        if len(_FREE_SYMBOLS) >= _FREE_SYMBOLS_LIMIT:
+            _FREE_SYMBOLS.clear()
+        found = _FREE_SYMBOLS[value] = value.free_symbols
+    return found
+
+
 def needed_definitions(definitions, outputs) -> list[tuple[sp.Symbol, sp.Expr]]:
     """The definitions that ``outputs`` depend on, in definition order."""
+    if definitions and definitions[0] is not _OWNER[0]:  # another program: what the cache holds is not wanted
+        _FREE_SYMBOLS.clear()
+        _OWNER[0] = definitions[0]
     index = {symbol: i for i, (symbol, _) in enumerate(definitions)}
     wanted: set[int] = set()
-    stack = [s for e in outputs for s in e.free_symbols if s in index]
+    stack = [s for e in outputs for s in _free_symbols(e) if s in index]
     while stack:
         i = index[stack.pop()]
         if i in wanted:
             continue
         wanted.add(i)
-        stack.extend(s for s in definitions[i][1].free_symbols if s in index and index[s] not in wanted)
+        stack.extend(s for s in _free_symbols(definitions[i][1]) if s in index and index[s] not in wanted)
     return [definitions[i] for i in sorted(wanted)]
 
 

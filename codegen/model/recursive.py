@@ -40,6 +40,48 @@ from .program import Program
 
 
 
+def _dot(a, b) -> sp.Expr:
+    """Σ a_k b_k over the pairs whose factors are both nonzero, as one sum: the terms of SymPy's matrix product,
+    without its conversions to and from domain matrices (most of the time of a 3 x 3 product)."""
+    return sp.Add(*[x * y for x, y in zip(a, b) if x != 0 and y != 0])
+
+
+def _times(R: sp.Matrix, x) -> list:
+    """R x for a 3 x 3 matrix R and a 3-vector x, as a list."""
+    return [_dot((R[i, 0], R[i, 1], R[i, 2]), x) for i in range(3)]
+
+
+def _transpose_times(R: sp.Matrix, x) -> list:
+    """Rᵀ x for a 3 x 3 matrix R and a 3-vector x, as a list."""
+    return [_dot((R[0, i], R[1, i], R[2, i]), x) for i in range(3)]
+
+
+def _rows_times(rows: list[list], x) -> sp.Matrix:
+    """A x for a matrix A given by its rows (``tolist()``) and a vector x: the sums of SymPy's matrix product,
+    without its conversions (most of the time of a product of a 6 x 6 matrix and a vector)."""
+    x = list(x)
+    return sp.Matrix([_dot(row, x) for row in rows])
+
+
+def _product(A: sp.Matrix, B: sp.Matrix) -> sp.Matrix:
+    """A B as ``_rows_times`` computes a matrix-vector product, column by column of B."""
+    columns = [list(column) for column in zip(*B.tolist())]
+    return sp.Matrix([[_dot(row, column) for column in columns] for row in A.tolist()])
+
+
+def _cross_product(a, b) -> list:
+    """a × b of 3-vectors, as a list."""
+    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+
+
+def _motion_to_child(R: sp.Matrix, p: sp.Matrix, m) -> list:
+    """A motion vector m (angular; linear) from a parent's coordinates to those of a child at (R, p) in the parent's
+    (the six entries, before they are named)."""
+    w, v = list(m[:3]), list(m[3:])
+    shifted = [a - b for a, b in zip(v, _cross_product(p, w))]
+    return [*_transpose_times(R, w), *_transpose_times(R, shifted)]
+
+
 def motion_cross(v: sp.Matrix) -> sp.Matrix:
     """6x6 matrix of v× for motion vectors."""
     w, u = v[:3, 0], v[3:, 0]
@@ -152,17 +194,17 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
         rotation_t = successor[:3, :3].T
         subspace.append(line_motion(rotation_t * sp.Matrix(joint.axis), -rotation_t * successor[:3, 3], joint.kind))
 
+    # The transforms spelled out on lists: the sums of SymPy's matrix products, without its conversions to and
+    # from domain matrices (most of the time of a 3 x 3 product).
     def to_child(i: int, m: sp.Matrix) -> sp.Matrix:
         """Motion vector from the parent's coordinates to link i's."""
-        R, p = local[i]
-        w, v = m[:3, 0], m[3:, 0]
-        return let_v([*(R.T * w), *(R.T * (v - p.cross(w)))])
+        return let_v(_motion_to_child(*local[i], m))
 
     def to_parent(i: int, f: sp.Matrix) -> sp.Matrix:
         """Force vector from link i's coordinates to its parent's."""
         R, p = local[i]
-        n_, k = R * f[:3, 0], R * f[3:, 0]
-        return let_v([*(n_ + p.cross(k)), *k])
+        n_, k = _times(R, f[:3]), _times(R, f[3:])
+        return let_v([*(a + b for a, b in zip(n_, _cross_product(p, k))), *k])
 
     def plucker(R: sp.Matrix, p: sp.Matrix) -> sp.Matrix:
         """6x6 motion transform from the parent's coordinates to the child's."""
@@ -429,16 +471,17 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
     for i in reversed(range(n)):
         tick("Coriolis matrix", n - 1 - i)
         ic, bc = let_m(composite_i[i]), let_m(composite_b[i])
-        f1 = let_v(ic * psi_dot[i] + bc * subspace[i])
-        f2 = let_v(ic * subspace[i])
-        f3 = let_v(bc.T * subspace[i])
-        C[off + i, off + i] = program.let(C[off + i, off + i] + (subspace[i].T * f1)[0, 0])
+        ic_rows, bc_rows = ic.tolist(), bc.tolist()
+        f1 = let_v(_rows_times(ic_rows, psi_dot[i]) + _rows_times(bc_rows, subspace[i]))
+        f2 = let_v(_rows_times(ic_rows, subspace[i]))
+        f3 = let_v(_rows_times([list(column) for column in zip(*bc_rows)], subspace[i]))
+        C[off + i, off + i] = program.let(C[off + i, off + i] + _dot(subspace[i], f1))
         j, g1, g2, g3 = i, f1, f2, f3
         while joints[j].parent >= 0:
             g1, g2, g3 = to_parent(j, g1), to_parent(j, g2), to_parent(j, g3)
             j = joints[j].parent
-            C[off + j, off + i] = program.let(C[off + j, off + i] + (subspace[j].T * g1)[0, 0])
-            C[off + i, off + j] = program.let(C[off + i, off + j] + (psi_dot[j].T * g2 + subspace[j].T * g3)[0, 0])
+            C[off + j, off + i] = program.let(C[off + j, off + i] + _dot(subspace[j], g1))
+            C[off + i, off + j] = program.let(C[off + i, off + j] + (_dot(psi_dot[j], g2) + _dot(subspace[j], g3)))
         if off:
             g1, g2, g3 = let_v(to_parent(j, g1)), let_v(to_parent(j, g2)), let_v(to_parent(j, g3))
             row = let_v(root_cross.T * g2 + g3)

@@ -34,7 +34,7 @@ from .. import geometry
 from ..description.model import RobotDescription
 from .common import BASE_TO_SPATIAL, Coupling, Progress
 from .program import Program, needed_definitions
-from .recursive import _cross, force_cross, motion_cross
+from .recursive import _cross, _dot, _motion_to_child, _product, force_cross, motion_cross
 
 #: The ten parameters of a body, in Khalil's order (the greedy base-parameter choice relies on it).
 LINK_PARAMETERS = ("XX", "XY", "XZ", "YY", "YZ", "ZZ", "MX", "MY", "MZ", "M")
@@ -155,18 +155,6 @@ def _parameter_values(description: RobotDescription) -> tuple[list[str], list, l
     return names, layout, [sp.expand(v) for v in values]
 
 
-def _dot(a, b) -> sp.Expr:
-    return sp.Add(*[x * y for x, y in zip(a, b) if x != 0 and y != 0])
-
-
-def _transpose_times(R: sp.Matrix, x: list) -> list:
-    return [_dot((R[0, i], R[1, i], R[2, i]), x) for i in range(3)]
-
-
-def _cross(a, b) -> list:
-    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
-
-
 def _regressor_pass(description: RobotDescription, program: Program, q, qd, qdr, qddr, base=None,
                     shared: dict | None = None) -> sp.Matrix:
     """Y over the tree's joints (rows) and π (columns): f = I a_r + B(I, v) v_r per body, projected on the
@@ -208,19 +196,17 @@ def _regressor_pass(description: RobotDescription, program: Program, q, qd, qdr,
     # Spatial transforms spelled out on lists: SymPy's matrix product converts to and from its domain
     # matrices at every call, which was most of a humanoid's regressor pass.
     def to_child(i: int, m) -> sp.Matrix:
-        R, pos = local[i]
-        w, v = list(m[:3]), list(m[3:])
-        shifted = [a - b for a, b in zip(v, _cross(pos, w))]
-        return let_v([*_transpose_times(R, w), *_transpose_times(R, shifted)])
+        return let_v(_motion_to_child(*local[i], m))
 
     def wrench_block(v, v_r, a_r, parameters: sp.Matrix | None = None) -> list[sp.Matrix]:
         """Columns of A with f = A π_body = I(a_r − ½ v×v_r) + ½ v×*(I v_r) + ½ v_r×*(I v)."""
         same = v_r == v
         if same:
-            block = _INERTIA_TIMES(a_r) + force_cross(v) * _INERTIA_TIMES(v)
+            block = _INERTIA_TIMES(a_r) + _product(force_cross(v), _INERTIA_TIMES(v))
         else:
-            block = (_INERTIA_TIMES(a_r - motion_cross(v) * v_r / 2) + force_cross(v) * _INERTIA_TIMES(v_r) / 2
-                     + force_cross(v_r) * _INERTIA_TIMES(v) / 2)
+            block = (_INERTIA_TIMES(a_r - _product(motion_cross(v), v_r) / 2)
+                     + _product(force_cross(v), _INERTIA_TIMES(v_r)) / 2
+                     + _product(force_cross(v_r), _INERTIA_TIMES(v)) / 2)
         if parameters is not None:  # a body whose ten parameters are fixed multiples of one (a rotor's spin)
             block = block * parameters
         return [let_v(block[:, c]) for c in range(block.cols)]
@@ -399,9 +385,10 @@ def _evaluator(description, Y: sp.Matrix, definitions, inputs):
     def evaluate(q, qd, qdd, params):
         count = q.shape[0]
         flat = function(q.T, qd.T, qdd.T, params)
-        dtype = np.result_type(q.dtype, np.float64)
-        values = [np.broadcast_to(np.asarray(v, dtype=dtype), (count,)) for v in flat]
-        return np.stack(values, axis=1).reshape(count, rows, cols)
+        out = np.empty((count, len(flat)), dtype=np.result_type(q.dtype, np.float64))
+        for k, value in enumerate(flat):  # an entry that is a number (a constant, a zero) fills its column
+            out[:, k] = value
+        return out.reshape(count, rows, cols)
 
     evaluate.columns = cols
     return evaluate
@@ -439,7 +426,7 @@ def _independent_columns(W: np.ndarray) -> tuple[list[int], np.ndarray]:
     active = np.flatnonzero(norms > 1e-12 * max(norms.max(), 1e-300))
     distance = np.zeros(W.shape[1])
     if active.size:
-        _, R = scipy.linalg.qr(W[:, active] / norms[active], mode="economic")
+        (R,) = scipy.linalg.qr(W[:, active] / norms[active], mode="r", overwrite_a=True)  # R only: no Q
         distance[active] = np.abs(np.diag(R))
     return [j for j in range(W.shape[1]) if distance[j] > _RANK_TOLERANCE], distance
 
@@ -518,15 +505,17 @@ def base_parameters(description, Y, definitions, inputs, names, layout, seed: in
             # Exact binary fractions of URDF numbers: as doubles (exact to rounding) in the C code.
             K[row][column] = sp.Float(value, 17) if isinstance(value, sp.Rational) and value.q > 10**9 else value
     K_matrix = sp.ImmutableMatrix(K)
-    _verify(description, evaluate, K_matrix, independent, rng, defaults_only)
-    restriction = _gravity_restriction(description, evaluate, K_matrix, independent, rng)
+    K_function = _matrix_function(description, K_matrix)
+    _verify(description, evaluate, K_function, independent, rng, defaults_only)
+    restriction = _gravity_restriction(description, evaluate, K_function, independent, rng)
 
     base_names, expressions = [], []
     symbols = sp.symbols(" ".join(names), real=True) if len(names) > 1 else (sp.Symbol(names[0], real=True),)
     for row, column in enumerate(independent):
         grouped = any(K[row][d] != 0 for d in dependent)
         base_names.append(names[column] + ("R" if grouped else ""))
-        expression = sum((_readable(K[row][j]) * symbols[j] for j in range(p) if K[row][j] != 0), sp.Integer(0))
+        # One sum of all the terms: adding them one by one sorts the growing sum again at each term.
+        expression = sp.Add(*[_readable(K[row][j]) * symbols[j] for j in range(p) if K[row][j] != 0])
         expressions.append(sp.sstr(expression, order="none"))
     known_zero = tuple(row for row in range(len(independent))
                        if all(K[row][j] == 0 or j in zeros for j in range(p)))
@@ -660,34 +649,35 @@ def _precise_combinations(evaluate, description, independent, dependent, beta_nu
         if id(used) not in maxima:
             maxima[id(used)] = np.abs(used).max(axis=0).astype(float)
         return maxima[id(used)]
-    more: list = []  # equations enough for every independent column at once, made when first needed
 
-    def every_column():
-        """The solver on every independent column (one factorisation for all the columns that need it)."""
-        if not more:
-            extra = [np.asarray(x, dtype=np.longdouble)
-                     for x in _random_states(description, len(independent) + 3, rng)]
-            more.append(_RefinedSolver(evaluate(*extra, params).reshape(-1, evaluate.columns), list(independent)))
-        return more[0]
+    def keep(beta: list, support: list[int], x, used: np.ndarray, d: int) -> None:
+        """β's entries from the solution on ``support``, those that contribute more than 1e-14 of the column."""
+        largest = column_maxima(used)
+        scale = float(largest[d]) or 1.0
+        for position, k in enumerate(support):
+            contribution = abs(float(x[position])) * float(largest[independent[k]])
+            if contribution > 1e-14 * scale:
+                beta[k] = _rounded(float(x[position]))
 
-    result = []
+    result = [[sp.Integer(0)] * len(independent) for _ in dependent]
+    unfit = []  # columns whose support left a misfit: solved on every independent column, after the others
     for d_index, d in enumerate(dependent):
-        beta = [sp.Integer(0)] * len(independent)
         support = supports[d_index]
         if support:
-            used = rows
-            x, fits = _RefinedSolver(used, [independent[k] for k in support]).solve(d)
-            if not fits:  # a true coefficient below the float fit's noise was dropped: take every column
-                solver = every_column()
-                support, used = list(range(len(independent))), solver.rows
-                x, fits = solver.solve(d)
-            largest = column_maxima(used)
-            scale = float(largest[d]) or 1.0
-            for position, k in enumerate(support):
-                contribution = abs(float(x[position])) * float(largest[independent[k]])
-                if contribution > 1e-14 * scale:
-                    beta[k] = _rounded(float(x[position]))
-        result.append(beta)
+            x, fits = _RefinedSolver(rows, [independent[k] for k in support]).solve(d)
+            if fits:
+                keep(result[d_index], support, x, rows, d)
+            else:  # a true coefficient below the float fit's noise was dropped: take every column
+                unfit.append(d_index)
+    if unfit:
+        # Equations enough for every independent column at once, and one factorisation for all these columns; a
+        # solution on every column needs no fit check (no column is left out).
+        extra = [np.asarray(x, dtype=np.longdouble) for x in _random_states(description, len(independent) + 3, rng)]
+        solver = _RefinedSolver(evaluate(*extra, params).reshape(-1, evaluate.columns), list(independent))
+        everything = list(range(len(independent)))
+        for d_index in unfit:
+            keep(result[d_index], everything, solver.solve(dependent[d_index], check=False)[0], solver.rows,
+                 dependent[d_index])
     return result
 
 
@@ -703,19 +693,23 @@ class _RefinedSolver:
         # pivoted QR small (a body's columns appear only in its ancestors' rows).
         informative = np.flatnonzero(np.any(self.A_long != 0, axis=1))
         A = self.A_long[informative].astype(float)
-        _, _, pivots = scipy.linalg.qr(A.T, pivoting=True)
+        _, pivots = scipy.linalg.qr(A.T, mode="r", pivoting=True)  # the row choice only: no Q
         self.chosen = informative[np.sort(pivots[:len(columns)])]
-        self.lu = scipy.linalg.lu_factor(self.A_long[self.chosen].astype(float))
+        self.A_chosen = self.A_long[self.chosen]
+        self.lu = scipy.linalg.lu_factor(self.A_chosen.astype(float))
 
-    def solve(self, target: int):
-        """(x, whether x fits every row to 1e-12 of the target column)."""
+    def solve(self, target: int, check: bool = True):
+        """(x, whether x fits every row to 1e-12 of the target column; True unchecked when not ``check``)."""
         import scipy.linalg
 
         b_long = self.rows[:, target]
-        x = scipy.linalg.lu_solve(self.lu, b_long[self.chosen].astype(float)).astype(np.longdouble)
+        b_chosen = b_long[self.chosen]
+        x = scipy.linalg.lu_solve(self.lu, b_chosen.astype(float)).astype(np.longdouble)
         for _ in range(2):
-            residual = b_long[self.chosen] - self.A_long[self.chosen] @ x
+            residual = b_chosen - self.A_chosen @ x
             x = x + scipy.linalg.lu_solve(self.lu, residual.astype(float))
+        if not check:
+            return x, True
         misfit = float(np.abs(b_long - self.A_long @ x).max())
         return x, misfit <= 1e-12 * max(float(np.abs(b_long).max()), 1e-300)
 
@@ -754,7 +748,9 @@ def _matrix_function(description, K: sp.Matrix):
 
     constant = np.zeros(K.shape)
     variable = []
-    for index, entry in enumerate(K):
+    for index, entry in enumerate(K.flat()):  # a list: the matrix's item access is slow on K's 10⁵ entries
+        if entry is sp.S.Zero:  # most of them
+            continue
         if entry.is_number:
             constant.flat[index] = float(entry)
         else:
@@ -770,10 +766,9 @@ def _matrix_function(description, K: sp.Matrix):
     return evaluate
 
 
-def _verify(description, evaluate, K: sp.Matrix, independent, rng, defaults_only: bool = False) -> None:
+def _verify(description, evaluate, K_function, independent, rng, defaults_only: bool = False) -> None:
     """Y = Y_base K at fresh random states and parameter values (the structural claim); at the
-    defaults only when β could only be found there."""
-    K_function = _matrix_function(description, K)
+    defaults only when β could only be found there. ``K_function``: params -> K (``_matrix_function``)."""
     defaults = np.array([float(p.default) for p in description.parameters], dtype=float)
     for _ in range(2):
         params = defaults if defaults_only else _random_parameters(description, rng)
@@ -807,7 +802,7 @@ def _symbols_beyond_gravity(description) -> set:
     return found
 
 
-def _gravity_restriction(description, evaluate, K: sp.Matrix, independent, rng) -> tuple[float, float, float] | None:
+def _gravity_restriction(description, evaluate, K_function, independent, rng) -> tuple[float, float, float] | None:
     """The default gravity when the parameters can tilt gravity and K then fails (Y ≠ Y_base K), else None. A
     zero default gravity is returned as (0, 0, 0) when some gravity breaks K (any gravity then "tilts" it).
 
@@ -821,7 +816,6 @@ def _gravity_restriction(description, evaluate, K: sp.Matrix, independent, rng) 
     default = np.array([float(p.default) for p in description.parameters], dtype=float)
     g0 = np.array([float(g) for g in gravity.xreplace(description.defaults)], dtype=float)
     g_of = sp.lambdify([parameters], list(gravity), "numpy")
-    K_function = _matrix_function(description, K)
     for _ in range(3):
         params = default.copy()
         for k, symbol in enumerate(parameters):

@@ -30,7 +30,14 @@ import sympy as sp
 
 from .derivatives import _without_dirac
 from .program import Program
-from .recursive import force_cross, motion_cross, spatial_inertia
+from .recursive import _dot, _rows_times, motion_cross, spatial_inertia
+
+
+def _motion_rows(v) -> list[list]:
+    """The rows of v× (``recursive.motion_cross``), as lists."""
+    w0, w1, w2, u0, u1, u2 = v[:6]
+    return [[0, -w2, w1, 0, 0, 0], [w2, 0, -w0, 0, 0, 0], [-w1, w0, 0, 0, 0, 0],
+            [0, -u2, u1, 0, -w2, w1], [u2, 0, -u0, w2, 0, -w0], [-u1, u0, 0, -w1, w0, 0]]
 
 
 def applies(model) -> bool:
@@ -78,11 +85,12 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
     joint_q = q[len(q) - len(joints):]
     gravity = sp.Matrix(description.gravity)
 
-    def cross(a, b):
-        return motion_cross(a) * b
+    def cross(a, b):  # a × b
+        return _rows_times(_motion_rows(a), b)
 
-    def force_product(a, f):  # a ×* f
-        return force_cross(a) * f
+    def force_product(a, f):  # a ×* f, with a ×* = −(a ×)ᵀ
+        rows = _motion_rows(a)
+        return _rows_times([[-rows[c][r] for c in range(6)] for r in range(6)], f)
 
     # Bodies: a floating base (body 0) and the joints' links; body_parent[-1] is the world. Coordinates: their
     # axes S (world), the body each moves, Ψ̇ for ∂τ/∂q and for ∂τ/∂q̇ (the same but for a floating base), Ψ̈.
@@ -94,7 +102,8 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
     base_acceleration = sp.Matrix([0, 0, 0, *(-gravity)])
 
     def add_body(parent, I, v, a0, alpha):
-        h = let_v(I * v)
+        rows = I.tolist()
+        h = let_v(_rows_times(rows, v))
         # B = (v ×*) I + (h ×̄*) − I (v ×) = −P + (h ×̄*) with P = (v ×)ᵀ I + I (v ×) symmetric: only P and h
         # are summed over subtrees, and (h ×̄*) x = x ×* h is applied as a cross product.
         half = I * motion_cross(v)
@@ -105,15 +114,17 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
         inertia.append(I)
         symmetric.append(half + half.T)
         momentum.append(h)
-        rest_force.append(I * a0 + force_product(v, h))
-        joint_force.append(I * alpha)
+        rest_force.append(_rows_times(rows, a0) + force_product(v, h))
+        joint_force.append(_rows_times(rows, alpha))
 
     def world_inertia(inertial, R, p):
-        com = let_v(R * sp.Matrix(inertial.com) + p)
+        rows = R.tolist()
+        com = let_v(_rows_times(rows, sp.Matrix(inertial.com)) + p)
         # R I Rᵀ is symmetric: its upper triangle, mirrored (the lower one would cost as much again).
-        turned = R * sp.Matrix(inertial.inertia)
-        rotated = let_m(sp.Matrix(3, 3, lambda a, b: (turned[a, :] * R[b, :].T)[0] if a <= b
-                                  else (turned[b, :] * R[a, :].T)[0]))
+        columns = list(zip(*sp.Matrix(inertial.inertia).tolist()))
+        turned = [[_dot(row, column) for column in columns] for row in rows]
+        rotated = let_m(sp.Matrix(3, 3, lambda a, b: _dot(turned[a], rows[b]) if a <= b
+                                  else _dot(turned[b], rows[a])))
         return let_m(spatial_inertia(inertial.mass, com, rotated))
 
     if floating is not None:
@@ -139,9 +150,10 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
         R, p = frame[:3, :3], frame[:3, 3]
         successor = sp.Matrix(joint.successor)
         to_joint = let_m(R * successor[:3, :3].T)  # the joint frame's rotation (the axis is fixed in it)
-        direction = let_v(to_joint * sp.Matrix(joint.axis))
+        turn = to_joint.tolist()
+        direction = let_v(_rows_times(turn, sp.Matrix(joint.axis)))
         if joint.kind == "revolute":
-            origin = p - to_joint * successor[:3, 3]  # the joint frame's origin: a point of the axis
+            origin = p - _rows_times(turn, successor[:3, 3])  # the joint frame's origin: a point of the axis
             S = let_v([*direction, *origin.cross(direction)])
         else:
             S = sp.Matrix([0, 0, 0, *direction])
@@ -178,8 +190,11 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
     for c, b in enumerate(coordinate_body):
         coordinates_of.setdefault(b, []).append(c)
 
-    def bias_times(b: int, x) -> sp.Matrix:  # B^C_b x
-        return -composite_symmetric[b] * x + force_product(x, composite_momentum[b])
+    inertia_rows = [m.tolist() for m in composite_inertia]
+    negated_symmetric_rows = [[[-e for e in row] for row in m.tolist()] for m in composite_symmetric]
+
+    def bias_times(b: int, x) -> sp.Matrix:  # B^C_b x = −P^C_b x + x ×* h^C_b
+        return _rows_times(negated_symmetric_rows[b], x) + force_product(x, composite_momentum[b])
 
     def strict_ancestors(c: int) -> list[int]:
         """The coordinates of the bodies above c's."""
@@ -193,17 +208,17 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
         """The coordinates j ⪯ c: those of c's body (all six of a floating base) and of the bodies above."""
         return coordinates_of[coordinate_body[c]] + strict_ancestors(c)
 
-    def dot(a, b) -> sp.Expr:
-        return sum((a[k] * b[k] for k in range(6)), sp.Integer(0))
+    def dot(a, b) -> sp.Expr:  # one Add of the six products: a running sum re-sorts its terms at each step
+        return sp.Add(*[a[k] * b[k] for k in range(6)])
 
     # P^C S and S ×* h^C of each coordinate's body, each used twice: in S_iᵀ B^C (row i) and in B^C S_j (column j).
-    symmetric_axis = [let_v(composite_symmetric[coordinate_body[j]] * axes[j]) for j in range(n)]
+    symmetric_axis = [let_v(_rows_times(composite_symmetric[coordinate_body[j]].tolist(), axes[j])) for j in range(n)]
     axis_momentum = [let_v(force_product(axes[j], composite_momentum[coordinate_body[j]])) for j in range(n)]
 
     d_q, d_qd, M, bias = sp.zeros(n, n), sp.zeros(n, n), sp.zeros(n, n), sp.zeros(n, 1)
     for i in range(n):
         b = coordinate_body[i]
-        row_inertia = let_v(composite_inertia[b] * axes[i])  # (S_iᵀ I^C_i)ᵀ
+        row_inertia = let_v(_rows_times(inertia_rows[b], axes[i]))  # (S_iᵀ I^C_i)ᵀ
         # (S_iᵀ B^C_i)ᵀ = B^C_iᵀ S_i = −P^C_i S_i − S_i ×* h^C_i
         row_bias = let_v(-symmetric_axis[i] - axis_momentum[i])
         bias[i] = dot(axes[i], composite_rest[b])
@@ -218,10 +233,11 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
             continue
         b = coordinate_body[j]
         force = composite_rest[b] + composite_joint[b]
-        column_q = let_v(force_product(axes[j], force) + composite_inertia[b] * psi_ddot[j]
+        column_q = let_v(force_product(axes[j], force) + _rows_times(inertia_rows[b], psi_ddot[j])
                          + bias_times(b, psi_dot[j]))
         # B^C_j S_j = −P^C_j S_j + S_j ×* h^C_j
-        column_qd = let_v(-symmetric_axis[j] + axis_momentum[j] + 2 * composite_inertia[b] * psi_dot_rate[j])
+        column_qd = let_v(-symmetric_axis[j] + axis_momentum[j]
+                          + _rows_times([[2 * e for e in row] for row in inertia_rows[b]], psi_dot_rate[j]))
         for i in strict:  # i ≺ j
             d_q[i, j] = dot(axes[i], column_q)
             d_qd[i, j] = dot(axes[i], column_qd)
