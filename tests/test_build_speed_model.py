@@ -133,3 +133,21 @@ def test_matrix_function_fills_numbers_and_evaluates_expressions():
     description = SimpleNamespace(parameters=(SimpleNamespace(symbol=g),))
     value = _matrix_function(description, K)(np.array([3.0]))
     assert np.array_equal(value, np.array([[1.0, 0.0, 0.25], [0.0, 6.0, 0.5]]))
+
+
+def test_base_parameters_run_on_one_blas_thread(monkeypatch):
+    """K must not depend on the machine's cores: a multithreaded BLAS sums in a thread-dependent order (TIAGo's
+    K differed in 1,307 entries between one and two OpenBLAS threads). Every BLAS library loaded, SciPy's
+    included, runs one thread while the base parameters are computed, and the setting is restored after."""
+    from threadpoolctl import threadpool_info
+
+    from codegen.model import regressor
+
+    seen = []
+    monkeypatch.setattr(regressor, "_base_parameters",
+                        lambda *args: seen.append([lib["num_threads"] for lib in threadpool_info()
+                                                   if lib["user_api"] == "blas"]))
+    before = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+    regressor.base_parameters(None, None, None, None, None, None)
+    assert seen and seen[0] and all(n == 1 for n in seen[0])
+    assert [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"] == before

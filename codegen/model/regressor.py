@@ -438,7 +438,19 @@ def base_parameters(description, Y, definitions, inputs, names, layout, seed: in
     ``zeros``: dynamic parameters the description fixes at zero whatever its parameter values (a centre
     of mass on a link axis, a planar link's inertia, no Coulomb friction): base parameters made only of
     such are reported as known (``known_zero``), for estimators that take the description's structure
-    as given."""
+    as given.
+
+    The linear algebra runs on one BLAS thread: a multithreaded BLAS sums in an order that depends on
+    the thread count, and K (hence the generated files) must not depend on the machine's cores (1,307 of
+    TIAGo's K entries differed at rounding level between one and two OpenBLAS threads)."""
+    import scipy.linalg  # noqa: F401  (loaded first: the limit applies to the BLAS libraries loaded when it is set)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _base_parameters(description, Y, definitions, inputs, names, layout, seed, zeros)
+
+
+def _base_parameters(description, Y, definitions, inputs, names, layout, seed, zeros) -> BaseParameters:
     start = time.perf_counter()
     rng = np.random.default_rng(seed)
     evaluate = _evaluator(description, Y, definitions, inputs)
