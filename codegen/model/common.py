@@ -124,3 +124,8 @@ def base_jacobian(root_pose: sp.Matrix, point: sp.Matrix) -> sp.Matrix:
 def skew(a: sp.Matrix) -> sp.Matrix:
     """[a]x: the matrix of a x (cross product)."""
     return sp.Matrix([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+
+
+def cross_product(a, b) -> list:
+    """a × b of 3-vectors, as a list (the entries before they are named)."""
+    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]

@@ -25,11 +25,12 @@ import sympy as sp
 
 from .. import geometry
 from ..description.model import RobotDescription
+from .common import cross_product
 from .program import Program
 
 
-def _cross(a: sp.Matrix, b: sp.Matrix) -> sp.Matrix:
-    return sp.Matrix([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+def _cross(a, b) -> sp.Matrix:
+    return sp.Matrix(cross_product(a, b))
 
 
 class ClassicalNewtonEuler:

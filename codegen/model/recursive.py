@@ -31,7 +31,7 @@ import sympy as sp
 
 from .. import geometry
 from ..description.model import RobotDescription
-from .common import BASE_TO_SPATIAL, Coupling, Progress, base_jacobian, model_symbols, point_jacobian
+from .common import BASE_TO_SPATIAL, Coupling, Progress, base_jacobian, cross_product, model_symbols, point_jacobian
 from .common import skew as _cross
 from .lagrange import SymbolicModel
 from .newton_euler import ClassicalNewtonEuler
@@ -69,16 +69,11 @@ def _product(A: sp.Matrix, B: sp.Matrix) -> sp.Matrix:
     return sp.Matrix([[_dot(row, column) for column in columns] for row in A.tolist()])
 
 
-def _cross_product(a, b) -> list:
-    """a × b of 3-vectors, as a list."""
-    return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
-
-
 def _motion_to_child(R: sp.Matrix, p: sp.Matrix, m) -> list:
     """A motion vector m (angular; linear) from a parent's coordinates to those of a child at (R, p) in the parent's
     (the six entries, before they are named)."""
     w, v = list(m[:3]), list(m[3:])
-    shifted = [a - b for a, b in zip(v, _cross_product(p, w))]
+    shifted = [a - b for a, b in zip(v, cross_product(p, w))]
     return [*_transpose_times(R, w), *_transpose_times(R, shifted)]
 
 
@@ -204,7 +199,7 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
         """Force vector from link i's coordinates to its parent's."""
         R, p = local[i]
         n_, k = _times(R, f[:3]), _times(R, f[3:])
-        return let_v([*(a + b for a, b in zip(n_, _cross_product(p, k))), *k])
+        return let_v([*(a + b for a, b in zip(n_, cross_product(p, k))), *k])
 
     def plucker(R: sp.Matrix, p: sp.Matrix) -> sp.Matrix:
         """6x6 motion transform from the parent's coordinates to the child's."""
