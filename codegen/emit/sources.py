@@ -280,8 +280,20 @@ def _gravity_guard(definition: RoutineDefinition, routines: RoutineSet, block: "
             "    }"]
 
 
+def _routine_definition(routines: RoutineSet, name: str) -> RoutineDefinition:
+    """The definition of routine ``name`` in the set (another routine's C calls it)."""
+    for definition in routines.definitions:
+        if definition.routine.name == name:
+            if tuple(a.name for a in definition.routine.arguments) != ("q", "qd", "qdd"):
+                raise ValueError(f"routine {name} is called with (q, qd, qdd), it takes "
+                                 f"{[a.name for a in definition.routine.arguments]}")
+            return definition
+    raise ValueError(f"routine {name}, whose kernel another routine calls, is not in the routine set")
+
+
 def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str], int, float]:
     """C statements of one routine, its operation count and its CSE time."""
+    prefix = routines.model.description.name
     routine, value = definition.routine, definition.value
     block = _Block(definition, routines)
     lines: list[str] = _quaternion_guard(definition, routines) + _gravity_guard(definition, routines, block)
@@ -303,14 +315,17 @@ def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str
         if isinstance(value, TreeSolve):
             lines += ltdl_solve(parents)
         else:
-            # qdd, then the inverse-dynamics derivatives there (the program's intermediates already
-            # declared above are not repeated), then -M^-1 of each and M^-1 with the same factorisation.
+            # qdd, then the jacobians there by their own routine's kernel (one compiled copy of that program),
+            # then -M^-1 of each and M^-1 with the same factorisation.
             factor: dict = {}
             lines += ltdl_solve(parents, target="acc", factor=factor)
-            block.names.update({symbol: f"acc_{i}" for i, symbol in enumerate(value.qdd)})
-            lines.append("    /* The inverse-dynamics derivatives at (q, qd, qdd). */")
-            assignments = [entry for k, matrix in enumerate(value.jacobians) for entry in _entries(matrix, outputs[k])]
-            lines += block.assign(assignments, f"{routine.name}_d")
+            callee = _routine_definition(routines, value.jacobians_routine)
+            jacobian_outputs = outputs[:len(value.jacobians)]
+            lines += [f"    /* The jacobians at (q, qd, qdd): {callee.routine.name} (its kernel, not a copy). */",
+                      "    {",
+                      f"        const double acc[{n}] = {{{', '.join(f'acc_{i}' for i in range(n))}}};",
+                      f"        {prefix}_{callee.routine.name}(q, qd, acc, p, {', '.join(jacobian_outputs)});",
+                      "    }"]
             last = outputs[len(value.jacobians)]
             lines.append(f"    for (int i = 0; i < {n * n}; ++i) {last}[i] = 0.0;")
             lines += [f"    {last}[{i * (n + 1)}] = 1.0;" for i in range(n)]
@@ -881,7 +896,10 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, bool], None] | None = 
         started = time.perf_counter()
         body, operations, seconds = _body(definition, routines)
         routine_seconds[routine.name] = routines.seconds.get(routine.name, 0.0) + time.perf_counter() - started
-        counts[routine.name] = operations
+        # A routine that calls another's kernel (DerivativeSolve) counts that kernel's operations too: the
+        # table's counts are per call. Cloning and splitting go by its own C (``operations``).
+        called = definition.value.jacobians_routine if isinstance(definition.value, DerivativeSolve) else None
+        counts[routine.name] = operations + (counts[called] if called else 0)
         cse_seconds += seconds
         speed = routine.name in SPEED_ROUTINES
         clones = operations <= _CLONE_OPERATIONS[1] and (
@@ -895,7 +913,8 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, bool], None] | None = 
             _header_comment(routines, prefix, f"Robot '{prefix}': {routine.name} ({routine.doc})", [
                 "",
                 f"Algorithm: {definition.algorithm}.",
-                f"Operations after common-subexpression elimination: {operations}.",
+                f"Operations after common-subexpression elimination: {operations}"
+                + (f", and {counts[called]} in {called}, which it calls." if called else "."),
                 f"See {prefix}_dynamics.h for the arguments.",
             ]),
             "#include <math.h>",

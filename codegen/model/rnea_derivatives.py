@@ -52,22 +52,16 @@ def applies(model) -> bool:
 
 @dataclass(frozen=True)
 class RneaDerivatives:
-    """The program (``definitions``, after the model's) and over it: dτ/dq, dτ/dq̇ (friction included) and,
-    from the same quantities, M (M_ij = S_iᵀ I^C_i S_j) and, when split, the bias C q̇ + g + friction (τ at
-    q̈ = 0; None otherwise), which do not depend on q̈: forward-dynamics derivatives solve with them before the
-    q̈-dependent part."""
+    """The program (``definitions``, after the model's) and over it: dτ/dq and dτ/dq̇ (friction included)."""
 
     definitions: tuple
     d_q: sp.Matrix
     d_qd: sp.Matrix
-    mass_matrix: sp.Matrix
-    bias: sp.Matrix | None
 
 
-def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDerivatives:
+def rnea_derivatives(model, prefix: str = "nd") -> RneaDerivatives:
     """The derivatives of the inverse dynamics without the tool wrench; the definitions are named
-    ``<prefix><k>`` and use the model's link frames. ``split``: the accelerations' q̈-free part apart (what M and
-    the bias need comes before anything that depends on q̈; a few more operations in all).
+    ``<prefix><k>`` and use the model's link frames.
 
     A floating base is a body whose six coordinates (ν, ω in its own frame) form one joint on the world: its
     world axes S_k = Ad_T e_k move with the base, so the pairs among them follow the rule for j ⪯ i; its parent
@@ -96,12 +90,12 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
     # axes S (world), the body each moves, Ψ̇ for ∂τ/∂q and for ∂τ/∂q̇ (the same but for a floating base), Ψ̈.
     body_parent, coordinate_body = [], []
     axes, psi_dot, psi_dot_rate, psi_ddot = [], [], [], []
-    velocity, rest_acceleration, joint_acceleration = [], [], []
-    inertia, rest_force, joint_force, symmetric, momentum = [], [], [], [], []
+    velocity, acceleration = [], []
+    inertia, force, symmetric, momentum = [], [], [], []
     zero = sp.zeros(6, 1)
     base_acceleration = sp.Matrix([0, 0, 0, *(-gravity)])
 
-    def add_body(parent, I, v, a0, alpha):
+    def add_body(parent, I, v, a):
         rows = I.tolist()
         h = let_v(_rows_times(rows, v))
         # B = (v ×*) I + (h ×̄*) − I (v ×) = −P + (h ×̄*) with P = (v ×)ᵀ I + I (v ×) symmetric: only P and h
@@ -109,13 +103,11 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
         half = I * motion_cross(v)
         body_parent.append(parent)
         velocity.append(v)
-        rest_acceleration.append(a0)
-        joint_acceleration.append(alpha)
+        acceleration.append(a)
         inertia.append(I)
         symmetric.append(half + half.T)
         momentum.append(h)
-        rest_force.append(_rows_times(rows, a0) + force_product(v, h))
-        joint_force.append(_rows_times(rows, alpha))
+        force.append(_rows_times(rows, a) + force_product(v, h))
 
     def world_inertia(inertial, R, p):
         rows = R.tolist()
@@ -142,8 +134,7 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
             psi_dot.append(zero)
             psi_dot_rate.append(let_v(cross(v0, base_axes[k]) / 2))
             psi_ddot.append(let_v(cross(base_acceleration, base_axes[k])))
-        add_body(-1, world_inertia(floating.inertial, R, p), v0,
-                 base_acceleration if split else let_v(base_acceleration + alpha0), alpha0 if split else zero)
+        add_body(-1, world_inertia(floating.inertial, R, p), v0, let_v(base_acceleration + alpha0))
 
     for i, joint in enumerate(joints):
         frame = sp.Matrix(model.link_transforms[i])
@@ -160,32 +151,28 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
         parent = joint.parent + (1 if off else 0) if joint.parent >= 0 else (0 if off else -1)
         still = parent < 0
         parent_v = zero if still else velocity[parent]
-        parent_a0 = base_acceleration if still else rest_acceleration[parent]
-        parent_alpha = zero if still or not split else joint_acceleration[parent]
+        parent_a = base_acceleration if still else acceleration[parent]
         s_dot = zero if still else let_v(cross(parent_v, S))
-        # Ψ̈ = a_λ × S + v_λ × Ψ̇ with a_λ = a0_λ + α_λ: the q̈-free part here, α_λ × S added below.
-        s_ddot0 = let_v(cross(parent_a0, S) + (zero if still else cross(parent_v, s_dot)))
-        s_ddot = s_ddot0 if still or not split else let_v(s_ddot0 + cross(parent_alpha, S))
+        s_ddot = let_v(cross(parent_a, S) + (zero if still else cross(parent_v, s_dot)))  # Ψ̈ = a_λ × S + v_λ × Ψ̇
         rate = qd[off + i]
         v = let_v(parent_v + S * rate)
-        a0 = let_v(parent_a0 + s_dot * rate + (zero if split else S * qdd[off + i]))
-        alpha = let_v(parent_alpha + S * qdd[off + i]) if split else zero
+        a = let_v(parent_a + s_dot * rate + S * qdd[off + i])
         coordinate_body.append(len(body_parent))
         axes.append(S)
         psi_dot.append(s_dot)
         psi_dot_rate.append(s_dot)
         psi_ddot.append(s_ddot)
-        add_body(parent, world_inertia(joint.inertial, R, p), v, a0, alpha)
+        add_body(parent, world_inertia(joint.inertial, R, p), v, a)
 
-    # Subtree sums, from the leaves: I^C, P^C, h^C, F0 and Fα (F = F0 + Fα).
-    sums = [list(inertia), list(symmetric), list(momentum), list(rest_force), list(joint_force)]
+    # Subtree sums, from the leaves: I^C, P^C, h^C and F.
+    sums = [list(inertia), list(symmetric), list(momentum), list(force)]
     for b in reversed(range(len(body_parent))):
         for values in sums:
             values[b] = (let_m if values[b].shape[1] > 1 else let_v)(values[b])
         if body_parent[b] >= 0:
             for values in sums:
                 values[body_parent[b]] = values[body_parent[b]] + values[b]
-    composite_inertia, composite_symmetric, composite_momentum, composite_rest, composite_joint = sums
+    composite_inertia, composite_symmetric, composite_momentum, composite_force = sums
     coordinates_of = {}
     for c, b in enumerate(coordinate_body):
         coordinates_of.setdefault(b, []).append(c)
@@ -215,15 +202,13 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
     symmetric_axis = [let_v(_rows_times(composite_symmetric[coordinate_body[j]].tolist(), axes[j])) for j in range(n)]
     axis_momentum = [let_v(force_product(axes[j], composite_momentum[coordinate_body[j]])) for j in range(n)]
 
-    d_q, d_qd, M, bias = sp.zeros(n, n), sp.zeros(n, n), sp.zeros(n, n), sp.zeros(n, 1)
+    d_q, d_qd = sp.zeros(n, n), sp.zeros(n, n)
     for i in range(n):
         b = coordinate_body[i]
         row_inertia = let_v(_rows_times(inertia_rows[b], axes[i]))  # (S_iᵀ I^C_i)ᵀ
         # (S_iᵀ B^C_i)ᵀ = B^C_iᵀ S_i = −P^C_i S_i − S_i ×* h^C_i
         row_bias = let_v(-symmetric_axis[i] - axis_momentum[i])
-        bias[i] = dot(axes[i], composite_rest[b])
         for j in ancestors(i):  # j ⪯ i
-            M[i, j] = M[j, i] = dot(row_inertia, axes[j])
             d_q[i, j] = dot(row_inertia, psi_ddot[j]) + dot(row_bias, psi_dot[j])
             # B^C_i S_j with B^C_iᵀ S_i = row_bias: S_iᵀ B^C_i S_j = row_bias · S_j
             d_qd[i, j] = dot(row_bias, axes[j]) + 2 * dot(row_inertia, psi_dot_rate[j])
@@ -232,8 +217,7 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
         if not strict:
             continue
         b = coordinate_body[j]
-        force = composite_rest[b] + composite_joint[b]
-        column_q = let_v(force_product(axes[j], force) + _rows_times(inertia_rows[b], psi_ddot[j])
+        column_q = let_v(force_product(axes[j], composite_force[b]) + _rows_times(inertia_rows[b], psi_ddot[j])
                          + bias_times(b, psi_dot[j]))
         # B^C_j S_j = −P^C_j S_j + S_j ×* h^C_j
         column_qd = let_v(-symmetric_axis[j] + axis_momentum[j]
@@ -243,11 +227,10 @@ def rnea_derivatives(model, split: bool = False, prefix: str = "nd") -> RneaDeri
             d_qd[i, j] = dot(axes[i], column_qd)
     friction = sp.Matrix(model.friction)
     for i in range(n):
-        bias[i] += friction[i]
         for j in range(n):
             partial = _without_dirac(sp.diff(friction[i], qd[j]))
             if partial != 0:
                 d_qd[i, j] += partial
             if j >= off and friction[i].has(joint_q[j - off]):
                 d_q[i, j] += sp.diff(friction[i], joint_q[j - off])
-    return RneaDerivatives(tuple(program.definitions), d_q, d_qd, M, bias if split else None)
+    return RneaDerivatives(tuple(program.definitions), d_q, d_qd)
