@@ -53,8 +53,9 @@ class DerivativeSolve:
     evaluated at that q̈ and each is replaced by -M⁻¹ jacobian; a last output is M⁻¹.
 
     The jacobians are the outputs of the routine ``jacobians_routine`` (inputs q, q̇, q̈): the compiled routine
-    calls its kernel rather than carrying a second copy of that program (the Panda's C went from 187 to 40 kB,
-    its compile time from 1.3 to 0.3 s, for 6 % more instructions per call)."""
+    calls its kernel rather than carrying a second copy of that program (the Panda's C went from 187 to 55 kB,
+    its GCC time from 1.35 to 0.43 s, its emission from 0.5 to 0.1 s, for 7 % more instructions per call:
+    9,879 instead of 9,208)."""
 
     solve: TreeSolve
     qdd: tuple[sp.Symbol, ...]
