@@ -54,8 +54,8 @@ class DerivativeSolve:
 
     The jacobians are the outputs of the routine ``jacobians_routine`` (inputs q, q̇, q̈): the compiled routine
     calls its kernel rather than carrying a second copy of that program (the Panda's C went from 187 to 55 kB,
-    its GCC time from 1.35 to 0.43 s, the two derivative routines' definition and emission from 0.99 to 0.51 s, for 7 % more instructions per call:
-    9,879 instead of 9,208)."""
+    its GCC time from 1.35 to 0.43 s, the two derivative routines' definition and emission from 0.99 to
+    0.51 s, for 7 % more instructions per call: 9,879 instead of 9,208)."""
 
     solve: TreeSolve
     qdd: tuple[sp.Symbol, ...]
