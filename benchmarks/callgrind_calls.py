@@ -15,6 +15,10 @@ its own total. Per call::
     total    = (Ir(call loop) - Ir(empty loop)) / calls
     kernel   = inclusive Ir of the generated C routine <robot>_<routine>_kernel (e.g. rr_gravity_kernel) / calls
     overhead = total - kernel     (Python call, argument checks, out=/allocation, table dispatch)
+    binding  = inclusive Ir of the method's trampoline rd_method_<index> (robodyn_method.h) / calls - kernel:
+               the part of the overhead in robodyn's C (argument parsing and checks, out=/allocation, GIL,
+               table dispatch); the rest of it, overhead - binding, is the interpreter's (the method lookup,
+               the call instruction, the result's reference)
 
 Usage::
 
@@ -152,18 +156,27 @@ def _total(dump: Path) -> int:
     raise RuntimeError(f"no totals in {dump}")
 
 
-def _inclusive(dump: Path, symbol: str) -> int:
-    """Inclusive Ir of one function in a dump (callgrind_annotate), 0 if absent."""
+#: The routine methods' trampolines (robodyn_method.h), one per table index: where robodyn's C starts.
+BINDING_SYMBOL = re.compile(r"rd_method_\d+")
+
+
+def _inclusive(dump: Path, symbol: str | re.Pattern) -> int:
+    """Inclusive Ir of one function in a dump (callgrind_annotate), 0 if absent; ``symbol`` a name, or a pattern
+    its name must match in full (the largest such function)."""
     tool = shutil.which("callgrind_annotate")
     if tool is None:
         return 0
     text = subprocess.run([tool, "--inclusive=yes", "--threshold=100", str(dump)], capture_output=True,
                           text=True).stdout
+    found = 0
     for line in text.splitlines():
         match = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+\S*:(\S+)", line) or re.match(r"\s*([\d,]+)\s+\S*:(\S+)", line)
-        if match and match.group(2) == symbol:
-            return int(match.group(1).replace(",", ""))
-    return 0
+        if match is None:
+            continue
+        name = match.group(2)
+        if name == symbol if isinstance(symbol, str) else symbol.fullmatch(name):
+            found = max(found, int(match.group(1).replace(",", "")))
+    return found
 
 
 def _module_path(args, options) -> tuple[Path, str]:
@@ -215,14 +228,17 @@ def parent(args, options) -> int:
             empty, full = loops[label, "empty"], loops[label, "call"]
             total = (_total(full) - _total(empty)) / args.calls
             kernel = _inclusive(full, case["symbol"]) / args.calls
-            rows.append(dict(case, total=total, kernel=kernel))
+            binding = _inclusive(full, BINDING_SYMBOL) / args.calls - kernel
+            rows.append(dict(case, total=total, kernel=kernel, binding=binding))
     width = max(len(row["call"]) for row in rows)
     style = "f = robot.<method>; f(...)" if args.bound else "robot.<method>(...)"
     print(f"robot {robot} ({info['n']} joints, {source}): instructions per call (valgrind callgrind, "
           f"{args.calls} calls, {style})")
-    print(f"{'call':<{width}}  {'total':>8}  {'kernel':>8}  {'overhead':>8}")
+    print(f"{'call':<{width}}  {'total':>8}  {'kernel':>8}  {'overhead':>8}  {'binding':>8}  {'interpreter':>11}")
     for row in rows:
-        print(f"{row['call']:<{width}}  {row['total']:8.0f}  {row['kernel']:8.0f}  {row['total'] - row['kernel']:8.0f}")
+        overhead = row["total"] - row["kernel"]
+        print(f"{row['call']:<{width}}  {row['total']:8.0f}  {row['kernel']:8.0f}  {overhead:8.0f}  "
+              f"{row['binding']:8.0f}  {overhead - row['binding']:11.0f}")
     if args.json:
         Path(args.json).write_text(json.dumps({"robot": robot, "n": info["n"], "source": source, "calls": args.calls,
                                                "bound": args.bound, "rows": rows}, indent=2) + "\n")

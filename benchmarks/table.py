@@ -419,7 +419,8 @@ def callgrind_ours(subject: Subject, calls: int) -> dict[str, dict] | None:
             continue  # callgrind_calls' batch case
         kind = "out" if "out=" in row["call"] else "alloc"
         result.setdefault(row["method"], {})[kind] = {"total": row["total"], "kernel": row["kernel"],
-                                                      "overhead": row["total"] - row["kernel"]}
+                                                      "overhead": row["total"] - row["kernel"],
+                                                      "binding": row["binding"]}
     return result
 
 
@@ -489,10 +490,11 @@ def callgrind_child(spec_file: str) -> int:
     return 0
 
 
-def run_callgrind_child(spec: dict, calls: int, kernel_of) -> dict[str, dict] | None:
+def run_callgrind_child(spec: dict, calls: int, kernel_of, binding: bool = False) -> dict[str, dict] | None:
     """Run ``callgrind_child`` under valgrind: method -> {"total", "kernel", "symbol"} per call, total =
     (call loop - empty loop) / calls, (kernel Ir, symbol) = ``kernel_of(method, dump of the call loop, labels)``
-    (None: no kernel found) divided by calls; None if the run failed (its output goes to stderr)."""
+    (None: no kernel found) divided by calls; with ``binding`` also robodyn's C besides the kernel (callgrind_calls'
+    ``binding``); None if the run failed (its output goes to stderr)."""
     valgrind = shutil.which("valgrind")
     with tempfile.TemporaryDirectory(prefix=f"robodyn-table-{spec['kind']}-") as tmp:
         tmp = Path(tmp)
@@ -522,6 +524,9 @@ def run_callgrind_child(spec: dict, calls: int, kernel_of) -> dict[str, dict] | 
                 "total": (callgrind_calls._total(full) - callgrind_calls._total(empty)) / calls,
                 "kernel": None if kernel is None else kernel[0] / calls,
                 "symbol": None if kernel is None else kernel[1]}
+            if binding and kernel is not None:
+                results[routine.method]["binding"] = (callgrind_calls._inclusive(full, callgrind_calls.BINDING_SYMBOL)
+                                                      - kernel[0]) / calls
     return results
 
 
@@ -534,10 +539,11 @@ def callgrind_positional(subject: Subject, calls: int) -> dict[str, dict] | None
         symbol = f"{record['robot']}_{routine.name}_kernel"
         return callgrind_calls._inclusive(dump, symbol), symbol
 
-    found = run_callgrind_child({"kind": "ours_positional", "module": str(module)}, calls, kernel_of)
+    found = run_callgrind_child({"kind": "ours_positional", "module": str(module)}, calls, kernel_of, binding=True)
     if found is None:
         return None
-    return {method: {"total": row["total"], "kernel": row["kernel"], "overhead": row["total"] - row["kernel"]}
+    return {method: {"total": row["total"], "kernel": row["kernel"], "overhead": row["total"] - row["kernel"],
+                     "binding": row.get("binding")}
             for method, row in found.items()}
 
 
@@ -833,8 +839,9 @@ def timing_table(results: dict, settings: Settings) -> Table:
 
 
 def instruction_table(results: dict, calls: int) -> Table | None:
-    header = ["robot", "routine", "ours out= total", "kernel", "ours out= overhead", "ours out (positional) total",
-              "ours out (positional) overhead", "ours alloc total", "ours alloc overhead", "Pin total", "Pin C++",
+    header = ["robot", "routine", "ours out= total", "kernel", "ours out= overhead", "ours out= binding",
+              "ours out (positional) total", "ours out (positional) overhead", "ours out (positional) binding",
+              "ours alloc total", "ours alloc overhead", "Pin total", "Pin C++",
               "Pin C++/kernel", "Pin total/ours out=", "Pin total/ours out (positional)"]
     rows, symbols = [], {}
     for key, r in results.items():
@@ -847,7 +854,8 @@ def instruction_table(results: dict, calls: int) -> Table | None:
             theirs = (pin or {}).get(routine.method, {})
             kernel = out.get("kernel") or positional.get("kernel") or None
             rows.append([key, routine.label, _count(out.get("total")), _count(kernel), _count(out.get("overhead")),
-                         _count(positional.get("total")), _count(positional.get("overhead")),
+                         _count(out.get("binding")), _count(positional.get("total")),
+                         _count(positional.get("overhead")), _count(positional.get("binding")),
                          _count(alloc.get("total")), _count(alloc.get("overhead")), _count(theirs.get("total")),
                          _count(theirs.get("kernel")), _ratio(theirs.get("kernel"), kernel),
                          _ratio(theirs.get("total"), out.get("total")),
@@ -859,7 +867,10 @@ def instruction_table(results: dict, calls: int) -> Table | None:
     notes = [(f"Instructions per call (valgrind callgrind, {calls} calls per loop, the same inputs for the three "
               "forms of ours). ours: `robot.<method>(..., out=out)`, `robot.<method>(..., out)` (positional) and "
               "allocating `robot.<method>(...)`; total = per call from Python, kernel = the generated "
-              "`<robot>_<routine>_kernel` (the same in every form), overhead = total - kernel. Pin total: "
+              "`<robot>_<routine>_kernel` (the same in every form), overhead = total - kernel, binding = the part of "
+              "the overhead in robodyn's C (the method's trampoline `rd_method_<i>`, inclusive, minus the kernel: "
+              "argument parsing and checks, out= or allocation, the GIL, the table's dispatch); the rest of the "
+              "overhead is CPython's (method lookup, the call instruction, the result's reference). Pin total: "
               "`pinocchio.<function>(model, data, ...)` from Python; Pin C++: its C++ algorithm, inclusive "
               f"(goal Pin C++ / kernel >= {C_LEVEL_GOAL:g}x):")]
     notes += [f"- `{name}`: `{symbol[:90]}{'...' if len(symbol) > 90 else ''}`" for name, symbol in symbols.items()]
@@ -941,9 +952,11 @@ def goals(results: dict) -> list[dict]:
                 add(key, f"{routine.label}: kernel instructions", _count(kernel or None), f"<= {routine.kernel_goal}",
                     kernel <= routine.kernel_goal if kernel else None)
                 for kind, form in (("out", "out="), ("positional", "positional out")):
-                    overhead = kinds.get(kind, {}).get("overhead")
+                    overhead, binding = kinds.get(kind, {}).get("overhead"), kinds.get(kind, {}).get("binding")
                     add(key, f"{routine.label}: overhead ({form})", _count(overhead), f"<= {OVERHEAD_GOAL}",
-                        None if overhead is None else overhead <= OVERHEAD_GOAL)
+                        None if overhead is None else overhead <= OVERHEAD_GOAL,
+                        "" if overhead is None or binding is None else
+                        f"robodyn's C {binding:,.0f}, CPython {overhead - binding:,.0f}")
         speedup = r["batch"].get("speedup")
         add(key, "batch threads speed-up", "-" if speedup is None else f"{speedup:.2f}x", f">= {THREADS_GOAL:g}x",
             None if speedup is None else speedup >= THREADS_GOAL)

@@ -194,12 +194,15 @@ ROBOT_CAPSULE_NAME = (<bytes>rd_robot_capsule_name).decode("ascii")
 cdef enum:
     WRENCH = 6
 
-# Releasing and re-taking the GIL costs 30-50 ns and ~360 instructions per call, and below about 600 ns of
-# work two threads calling the same routine run slower with it released than without (they hand the GIL back
-# and forth). Measured with two threads, released against held: UR5 M, ID, FD (405-1391 operations) and Panda
-# ID (2265) and Solo12 M (1606) slower, 1.4-1.9x; Panda FD (2998), Solo12 ID (4594) and FD (5979), Talos 1.2-2x
-# faster. In "auto" mode the GIL is released for batches and for routines of at least this many operations.
-HEAVY_OPERATIONS = 2500
+# Releasing and re-taking the GIL costs 30-50 ns and ~360 instructions per call, and a thread waiting for the GIL
+# takes microseconds to wake: below about 2 us of work two threads calling routines run slower with it released
+# than held (they hand the GIL back and forth), above it faster. Measured on a 2-core Xeon (ns per call, two threads
+# each calling the same routine, released / held): Panda C (3,343 operations) 480 / 270, Panda ID derivatives
+# (6,743) 870 / 570, Talos M (8,085) 1,060 / 720, Panda FD derivatives (8,531) 1,000 / 1,010, Talos FD (16,157)
+# 2,070 / 2,270, Talos C (27,635) 2,410 / 3,730, Talos ID derivatives (112,123) 13,300 / 22,500; one thread alone
+# is always faster held. In "auto" mode the GIL is released for batches and for routines of at least this many
+# operations.
+HEAVY_OPERATIONS = 15000
 
 
 # ---------------------------------------------------------------------------
@@ -630,7 +633,7 @@ cdef class RobotCore:
 
     @property
     def release_gil(self):
-        """"auto" (default: batches and routines of 2500 operations or more), True (every call) or False."""
+        """"auto" (default: batches and routines of 15,000 operations or more), True (every call) or False."""
         return {0: False, 1: "auto", 2: True}[self._core.gil_mode]
 
     @release_gil.setter
