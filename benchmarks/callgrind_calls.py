@@ -16,9 +16,10 @@ its own total. Per call::
     kernel   = inclusive Ir of the generated C routine <robot>_<routine>_kernel (e.g. rr_gravity_kernel) / calls
     overhead = total - kernel     (Python call, argument checks, out=/allocation, table dispatch)
     binding  = inclusive Ir of the method's trampoline rd_method_<index> (robodyn_method.h) / calls - kernel:
-               the part of the overhead in robodyn's C (argument parsing and checks, out=/allocation, GIL,
-               table dispatch); the rest of it, overhead - binding, is the interpreter's (the method lookup,
-               the call instruction, the result's reference)
+               the part of the overhead inside robodyn's binding (argument parsing and checks, out=/allocation
+               and the NumPy and CPython API calls it makes, the GIL, table dispatch); the rest of it,
+               overhead - binding, is the interpreter's (the method lookup, the call instruction, the result's
+               reference); None when the trampoline is not found
 
 Usage::
 
@@ -160,23 +161,24 @@ def _total(dump: Path) -> int:
 BINDING_SYMBOL = re.compile(r"rd_method_\d+")
 
 
-def _inclusive(dump: Path, symbol: str | re.Pattern) -> int:
-    """Inclusive Ir of one function in a dump (callgrind_annotate), 0 if absent; ``symbol`` a name, or a pattern
-    its name must match in full (the largest such function)."""
+def _inclusive(dump: Path, symbol: str | re.Pattern, absent=0):
+    """Inclusive Ir of one function in a dump (callgrind_annotate), ``absent`` if not found; ``symbol`` a name, or a
+    pattern its name must match in full (the largest such function)."""
     tool = shutil.which("callgrind_annotate")
     if tool is None:
-        return 0
+        return absent
     text = subprocess.run([tool, "--inclusive=yes", "--threshold=100", str(dump)], capture_output=True,
                           text=True).stdout
-    found = 0
+    found = None
     for line in text.splitlines():
         match = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+\S*:(\S+)", line) or re.match(r"\s*([\d,]+)\s+\S*:(\S+)", line)
         if match is None:
             continue
         name = match.group(2)
         if name == symbol if isinstance(symbol, str) else symbol.fullmatch(name):
-            found = max(found, int(match.group(1).replace(",", "")))
-    return found
+            value = int(match.group(1).replace(",", ""))
+            found = value if found is None else max(found, value)
+    return absent if found is None else found
 
 
 def _module_path(args, options) -> tuple[Path, str]:
@@ -228,7 +230,8 @@ def parent(args, options) -> int:
             empty, full = loops[label, "empty"], loops[label, "call"]
             total = (_total(full) - _total(empty)) / args.calls
             kernel = _inclusive(full, case["symbol"]) / args.calls
-            binding = _inclusive(full, BINDING_SYMBOL) / args.calls - kernel
+            trampoline = _inclusive(full, BINDING_SYMBOL, absent=None)
+            binding = None if trampoline is None else trampoline / args.calls - kernel
             rows.append(dict(case, total=total, kernel=kernel, binding=binding))
     width = max(len(row["call"]) for row in rows)
     style = "f = robot.<method>; f(...)" if args.bound else "robot.<method>(...)"
@@ -236,9 +239,9 @@ def parent(args, options) -> int:
           f"{args.calls} calls, {style})")
     print(f"{'call':<{width}}  {'total':>8}  {'kernel':>8}  {'overhead':>8}  {'binding':>8}  {'interpreter':>11}")
     for row in rows:
-        overhead = row["total"] - row["kernel"]
-        print(f"{row['call']:<{width}}  {row['total']:8.0f}  {row['kernel']:8.0f}  {overhead:8.0f}  "
-              f"{row['binding']:8.0f}  {overhead - row['binding']:11.0f}")
+        overhead, binding = row["total"] - row["kernel"], row["binding"]
+        split = (f"{binding:8.0f}  {overhead - binding:11.0f}" if binding is not None else f"{'-':>8}  {'-':>11}")
+        print(f"{row['call']:<{width}}  {row['total']:8.0f}  {row['kernel']:8.0f}  {overhead:8.0f}  {split}")
     if args.json:
         Path(args.json).write_text(json.dumps({"robot": robot, "n": info["n"], "source": source, "calls": args.calls,
                                                "bound": args.bound, "rows": rows}, indent=2) + "\n")

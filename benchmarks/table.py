@@ -525,8 +525,8 @@ def run_callgrind_child(spec: dict, calls: int, kernel_of, binding: bool = False
                 "kernel": None if kernel is None else kernel[0] / calls,
                 "symbol": None if kernel is None else kernel[1]}
             if binding and kernel is not None:
-                results[routine.method]["binding"] = (callgrind_calls._inclusive(full, callgrind_calls.BINDING_SYMBOL)
-                                                      - kernel[0]) / calls
+                trampoline = callgrind_calls._inclusive(full, callgrind_calls.BINDING_SYMBOL, absent=None)
+                results[routine.method]["binding"] = None if trampoline is None else (trampoline - kernel[0]) / calls
     return results
 
 
@@ -868,9 +868,10 @@ def instruction_table(results: dict, calls: int) -> Table | None:
               "forms of ours). ours: `robot.<method>(..., out=out)`, `robot.<method>(..., out)` (positional) and "
               "allocating `robot.<method>(...)`; total = per call from Python, kernel = the generated "
               "`<robot>_<routine>_kernel` (the same in every form), overhead = total - kernel, binding = the part of "
-              "the overhead in robodyn's C (the method's trampoline `rd_method_<i>`, inclusive, minus the kernel: "
-              "argument parsing and checks, out= or allocation, the GIL, the table's dispatch); the rest of the "
-              "overhead is CPython's (method lookup, the call instruction, the result's reference). Pin total: "
+              "the overhead inside robodyn's binding (the method's trampoline `rd_method_<i>`, inclusive, minus the "
+              "kernel: argument parsing and checks, out= or allocation with the NumPy and CPython API calls they make, "
+              "the GIL, the table's dispatch); the rest of the overhead is the interpreter's (method lookup, the call "
+              "instruction, the result's reference). Pin total: "
               "`pinocchio.<function>(model, data, ...)` from Python; Pin C++: its C++ algorithm, inclusive "
               f"(goal Pin C++ / kernel >= {C_LEVEL_GOAL:g}x):")]
     notes += [f"- `{name}`: `{symbol[:90]}{'...' if len(symbol) > 90 else ''}`" for name, symbol in symbols.items()]
@@ -956,7 +957,7 @@ def goals(results: dict) -> list[dict]:
                     add(key, f"{routine.label}: overhead ({form})", _count(overhead), f"<= {OVERHEAD_GOAL}",
                         None if overhead is None else overhead <= OVERHEAD_GOAL,
                         "" if overhead is None or binding is None else
-                        f"robodyn's C {binding:,.0f}, CPython {overhead - binding:,.0f}")
+                        f"in the binding {binding:,.0f}, in the interpreter {overhead - binding:,.0f}")
         speedup = r["batch"].get("speedup")
         add(key, "batch threads speed-up", "-" if speedup is None else f"{speedup:.2f}x", f">= {THREADS_GOAL:g}x",
             None if speedup is None else speedup >= THREADS_GOAL)

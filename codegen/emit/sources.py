@@ -6,7 +6,9 @@ Files, for a robot named ``rr``:
   version, the description's SHA-256, the model, the joint and parameter order
   and every routine's argument order.
 * ``rr_<routine>.c``: one routine per file, headed by the algorithm that produced
-  it and its operation count (one file each: they compile in parallel).
+  it and its operation count (one file each: they compile in parallel). The
+  forward-dynamics derivatives call the inverse-dynamics derivatives' kernel
+  (``rr_inverse_dynamics_derivatives.c``) rather than repeat its program.
 * ``rr_table.c``: the ``rd_robot`` table the runtime calls through
   (``robodyn/native/robodyn_abi.h``): each routine wrapped in the uniform kernel
   signature, its shapes and cost, the parameter defaults and the metadata JSON.
@@ -78,7 +80,8 @@ class _Block:
             names[symbol] = f"p[{index}]"
         self.names = names
         self.trig = TrigTable(set(names))  # angles of inputs and parameters: sin and cos at the start
-        own = definition.value.definitions if isinstance(definition.value, (Expressions, DerivativeSolve)) else ()
+        # A DerivativeSolve's own definitions are its callee's program (DerivativeSolve.jacobians_routine), not read here.
+        own = definition.value.definitions if isinstance(definition.value, Expressions) else ()
         self.definitions = tuple(self.model.definitions) + tuple(own)
         self.emitted: set[sp.Symbol] = set()  # program intermediates already declared by an earlier block
         self.operations = 0
@@ -280,13 +283,15 @@ def _gravity_guard(definition: RoutineDefinition, routines: RoutineSet, block: "
             "    }"]
 
 
-def _routine_definition(routines: RoutineSet, name: str) -> RoutineDefinition:
-    """The definition of routine ``name`` in the set (another routine's C calls it)."""
+def _routine_definition(routines: RoutineSet, name: str, outputs: int) -> RoutineDefinition:
+    """The definition of routine ``name`` in the set, whose kernel another routine's C calls with (q, qd, qdd) for
+    ``outputs`` outputs."""
     for definition in routines.definitions:
         if definition.routine.name == name:
-            if tuple(a.name for a in definition.routine.arguments) != ("q", "qd", "qdd"):
-                raise ValueError(f"routine {name} is called with (q, qd, qdd), it takes "
-                                 f"{[a.name for a in definition.routine.arguments]}")
+            arguments = tuple(a.name for a in definition.routine.arguments)
+            if arguments != ("q", "qd", "qdd") or len(definition.routine.outputs) != outputs:
+                raise ValueError(f"routine {name} is called with (q, qd, qdd) for {outputs} outputs; it takes "
+                                 f"{list(arguments)} and has {len(definition.routine.outputs)}")
             return definition
     raise ValueError(f"routine {name}, whose kernel another routine calls, is not in the routine set")
 
@@ -319,12 +324,16 @@ def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str
             # then -M^-1 of each and M^-1 with the same factorisation.
             factor: dict = {}
             lines += ltdl_solve(parents, target="acc", factor=factor)
-            callee = _routine_definition(routines, value.jacobians_routine)
+            callee = _routine_definition(routines, value.jacobians_routine, len(value.jacobians))
             jacobian_outputs = outputs[:len(value.jacobians)]
-            lines += [f"    /* The jacobians at (q, qd, qdd): {callee.routine.name} (its kernel, not a copy). */",
+            lines += [f"    /* The jacobians at (q, qd, qdd): {callee.routine.name}'s kernel (declared above; not a "
+                      "copy of its program). */",
                       "    {",
                       f"        const double acc[{n}] = {{{', '.join(f'acc_{i}' for i in range(n))}}};",
-                      f"        {prefix}_{callee.routine.name}(q, qd, acc, p, {', '.join(jacobian_outputs)});",
+                      "        const double *const at[3] = {q, qd, acc};",
+                      f"        double *const into[{len(jacobian_outputs)}] = {{{', '.join(jacobian_outputs)}}};",
+                      f"        const int called = {prefix}_{callee.routine.name}_kernel(at, p, into);",
+                      "        if (called != 0) return called;",
                       "    }"]
             last = outputs[len(value.jacobians)]
             lines.append(f"    for (int i = 0; i < {n * n}; ++i) {last}[i] = 0.0;")
@@ -395,7 +404,7 @@ def _kernel_signature(prefix: str, routine, suffix: str = "_kernel") -> str:
 #: load time (GCC's target_clones; elsewhere the plain build only). SSE2's two-operand arithmetic needs a register
 #: copy for every value used twice, and a multiply-add is two instructions: on the Panda (callgrind, kernels only)
 #: M takes 1,048 instructions instead of 1,503, inverse dynamics 1,887 instead of 3,052, forward dynamics 2,714
-#: instead of 4,344, g 689 instead of 1,013; the derivative kernels shrink from 82 and 100 kB to 51 and 63 kB. The
+#: instead of 4,344, g 689 instead of 1,013; the derivative kernels shrank from 82 and 100 kB to 51 and 63 kB. The
 #: tiniest routines keep one build (except SPEED_ROUTINES: the UR5's g, 231 operations, took 737 instructions
 #: with one build and 373 with both), and so do the largest (a second build of them would add tens of seconds).
 _CLONE_OPERATIONS = (300, 40000)
@@ -427,9 +436,10 @@ _CLONE_MACRO = [
 #: _PART_OPERATIONS each (``_split``): GCC's register allocation grows faster than linearly with a function's size
 #: (half of the Panda's forward-dynamics derivatives' compile time was LRA's hard-register assignment), and one
 #: huge straight-line function is where a large robot's build spends its time. Measured on the Panda (callgrind,
-#: compile time at -O2 with both builds): parts of 1,000 operations compile the derivative routines in 1.6 s
-#: instead of 6 s and run them in fewer instructions (6,944 and 9,653 instead of 7,217 and 10,025), C too
-#: (3,150 instead of 3,185); forward dynamics (2,242 operations) split ran 4 % more, so it stays whole.
+#: compile time at -O2 with both builds, when the forward-dynamics derivatives still carried their own copy of the
+#: inverse-dynamics derivatives): parts of 1,000 operations compiled the two derivative routines in 1.6 s instead
+#: of 6 s and ran them in fewer instructions (6,944 and 9,653 instead of 7,217 and 10,025), C too (3,150 instead
+#: of 3,185); forward dynamics (2,242 operations) split ran 4 % more, so it stays whole.
 _SPLIT_OPERATIONS = 3000
 _PART_OPERATIONS = 1000
 #: Values that cross from one part to a later one go through an array: on the stack up to this many, else on the
@@ -891,6 +901,7 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, bool], None] | None = 
     cse_seconds = 0.0
     routine_seconds: dict[str, float] = {}  # per routine: its definition (model stage) and its C
     clone_budget = _CLONE_BUDGET
+    routine_table = {d.routine.name: d.routine for d in routines.definitions}
     for definition in routines.definitions:
         routine = definition.routine
         started = time.perf_counter()
@@ -899,6 +910,8 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, bool], None] | None = 
         # A routine that calls another's kernel (DerivativeSolve) counts that kernel's operations too: the
         # table's counts are per call. Cloning and splitting go by its own C (``operations``).
         called = definition.value.jacobians_routine if isinstance(definition.value, DerivativeSolve) else None
+        if called and called not in counts:
+            raise ValueError(f"routine {routine.name} calls {called}, which the table must list before it")
         counts[routine.name] = operations + (counts[called] if called else 0)
         cse_seconds += seconds
         speed = routine.name in SPEED_ROUTINES
@@ -925,6 +938,8 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, bool], None] | None = 
               else []),
             *zeros,
             *([""] if zeros else []),
+            *([f"/* The kernel of {called}, which this routine calls. */",
+               _kernel_signature(prefix, routine_table[called]) + ";", ""] if called else []),
             "/* The routine, in the uniform signature of the runtime's table (robodyn_abi.h). */",
             *_kernel_definition(prefix, definition, body, operations, clones),
             "",

@@ -43,8 +43,9 @@ BINDING = Path(__file__).resolve().parent / "binding.pyx"
 # dynamics has as many instructions without it) but may compute one value twice, in a vector lane and in scalar
 # code, contracted into FMAs differently: an AVX2 build then wrote M[4, 6] and M[6, 4] one ulp apart.
 # -fno-schedule-insns2 -fno-dse: the second scheduling pass and dead-store elimination take 11 % of the compile time
-# of a Panda (4.7 s of GCC time instead of 5.3) and change nothing measurable in straight-line code without dead
-# stores: the same instructions (objdump), the same call times from Python within noise (M, C, ID, FD, g).
+# of a Panda (4.7 s of GCC time instead of 5.3) and change nothing measurable in this straight-line code: the same
+# number of instructions (objdump; M, C, ID, FD, g, the split derivative kernels, the regressors with their zeroing
+# loops, at -O2 and -O1) and the same call times from Python within noise (M, C, ID, FD, g).
 ROBOT_FLAGS = ("-O2", "-g0", "-fno-math-errno", "-fno-tree-slp-vectorize", "-fno-schedule-insns2", "-fno-dse")
 # Files the emit stage marks quick (codegen.emit.sources.SPEED_ROUTINES) compile at -O1.
 QUICK_FLAGS = ("-O1", *ROBOT_FLAGS[1:])

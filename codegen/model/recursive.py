@@ -210,7 +210,8 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
         return out
 
     def matrix_to_parent(i: int, A: sp.Matrix) -> sp.Matrix:
-        """A force-from-motion 6x6 map (inertia, B) from link i's coordinates to its parent's: Xᵀ A X."""
+        """A force-from-motion 6x6 map (an articulated-body inertia) from link i's coordinates to its parent's:
+        Xᵀ A X."""
         X = plucker(*local[i])
         return let_m(X.T * A * X)
 
