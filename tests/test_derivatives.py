@@ -183,3 +183,29 @@ def test_a_constrained_closed_chain_has_no_forward_derivatives(load):
     assert "forward_dynamics_derivatives" not in robot.routine_names
     with pytest.raises(NotImplementedError):
         robot.forward_dynamics_derivatives(np.zeros(robot.n), np.zeros(robot.n), np.zeros(robot.n))
+
+
+def test_forward_derivatives_call_the_inverse_derivatives_kernel():
+    """The forward-dynamics derivatives' C calls the inverse-dynamics derivatives' kernel (and returns its failure)
+    instead of carrying a second copy of that program, and the table's operation count of the caller includes the
+    callee's (sources only: nothing is compiled)."""
+    from pathlib import Path
+
+    from codegen.emit.sources import emit
+    from codegen.model import derive_model
+    from codegen.model.routines import define_routines
+    from codegen.pipeline import describe, read_request
+
+    request = read_request(Path(__file__).resolve().parent.parent / "robots" / "puma560.yaml")
+    routines = define_routines(derive_model(describe(request), request.options), request.options)
+    sources = emit(routines)
+    prefix = sources.robot
+    caller = sources.files[f"{prefix}_forward_dynamics_derivatives.c"]
+    callee = sources.files[f"{prefix}_inverse_dynamics_derivatives.c"]
+    kernel = f"{prefix}_inverse_dynamics_derivatives_kernel"
+    assert f"int {kernel}(const double *const *inputs" in caller  # its prototype
+    assert f"const int called = {kernel}(at, p, into);" in caller and "if (called != 0) return called;" in caller
+    assert len(caller) < len(callee)
+    counts = sources.operation_counts
+    own = int(caller.split("Operations after common-subexpression elimination: ")[1].split(",")[0])
+    assert counts["forward_dynamics_derivatives"] == own + counts["inverse_dynamics_derivatives"]
