@@ -147,3 +147,21 @@ def test_the_difference_checks_catch_a_wrong_derivative(load, error):
                                                         "forward_dynamics_derivatives_vs_differences"]
     assert min(c.error for c in checks) > DIFFERENCE_TOLERANCE
     assert not _forward_derivative_check(Wrong(), values).passed
+
+
+def test_vanishing_forward_derivatives_pass(tmp_path):
+    """iris's four rotors spin about their symmetric axes on a fixed base: every forward-dynamics derivative but
+    M⁻¹ vanishes, and the compiled ones are rounding noise (-M⁻¹ times differences of equal inertias). The check
+    must judge that noise on M's scale, as it does the inverse-dynamics derivatives, not against itself."""
+    import robodyn
+
+    try:
+        path = robodyn.example_robot_data("iris_description/robots/iris.urdf")
+    except FileNotFoundError as missing:
+        pytest.skip(str(missing))
+    robot = robodyn.load(path, cache_dir=tmp_path, verbose=False)
+    checks = {c["name"]: c for c in robot.selfcheck["checks"]}
+    assert robot.selfcheck["passed"] is True
+    assert checks["forward_dynamics_derivatives_vs_differences"]["error"] < 1e-9
+    d_q, d_qd, inverse = robot.forward_dynamics_derivatives(np.zeros(robot.n), np.ones(robot.n), np.ones(robot.n))
+    assert np.max(np.abs(d_q)) + np.max(np.abs(d_qd)) < 1e-12 * np.max(np.abs(inverse))

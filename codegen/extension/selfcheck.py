@@ -359,7 +359,13 @@ def _derivative_identities(robot, has: set, values: dict[str, np.ndarray]) -> li
 
 def _forward_derivative_check(robot, values: dict[str, np.ndarray]) -> Check:
     """dqdd/dq, dqdd/dqd, dqdd/dtau against central differences of the compiled forward dynamics (at the
-    inverse dynamics' torques when compiled, so the accelerations are of the model's own magnitude)."""
+    inverse dynamics' torques when compiled, so the accelerations are of the model's own magnitude).
+
+    dqdd/dq and dqdd/dqd are -M⁻¹ times the inverse-dynamics derivatives, whose check accepts an error of its
+    tolerance times max |M| (their rounding scales with M's entries): so these are judged against at least
+    max |M⁻¹| max |M|. Without that floor, derivatives that vanish (iris's rotors spin about their symmetric
+    axes: every dqdd/dqd is -M⁻¹ times a difference of equal inertias) would be rounding noise of 1e-16 measured
+    against itself."""
     worst = 0.0
     for q, qd, qdd, tau in zip(values["q"], values["qd"], values["qdd"], values["tau"]):
         if np.min(np.abs(qd)) < 1e-3:
@@ -369,13 +375,15 @@ def _forward_derivative_check(robot, values: dict[str, np.ndarray]) -> Check:
             derivatives = robot.forward_dynamics_derivatives(q, qd, tau)
         except ValueError:  # M not positive definite: reported by that check
             return Check("forward_dynamics_derivatives_vs_differences", np.inf, DIFFERENCE_TOLERANCE)
+        floor = float(np.max(np.abs(derivatives[2]))) * float(np.max(np.abs(robot.M(q))))  # max |M⁻¹| max |M|
         for variable, derivative in enumerate(derivatives):
             # The step relative to the variable's magnitude: torques of a heavy robot are large, positions
             # of a small one small (a fixed step would set the error by rounding, not by the derivative).
             magnitude = float(np.max(np.abs((q, qd, tau)[variable])))
             step = DIFFERENCE_STEP * (magnitude if magnitude > 0 else 1.0)
             difference, noise = _central_differences(robot.forward_dynamics, [q, qd, tau], variable, step, robot)
-            scale = max(float(np.max(np.abs(difference))), float(np.max(np.abs(derivative))), 1e-300)
+            scale = max(float(np.max(np.abs(difference))), float(np.max(np.abs(derivative))),
+                        floor if variable < 2 else 0.0, 1e-300)
             worst = max(worst, _beyond(difference, derivative, noise) / scale)
     return Check("forward_dynamics_derivatives_vs_differences", worst, DIFFERENCE_TOLERANCE)
 
