@@ -62,8 +62,8 @@ import numpy as np
 TOLERANCE = 1e-9
 STATES = 5
 SEED = 0
-#: Robots whose build takes minutes and gigabytes (tiago: 48 joints, about 150 s and 1.9 GB; tiago_dual:
-#: 101 joints, about 270 s and 2.5 GB): swept by --all only.
+#: Robots whose build takes minutes and gigabytes (tiago: 48 joints, about 50 s and 1.9 GB; tiago_dual:
+#: 101 joints, about 135 s and 2.5 GB): swept by --all only.
 ENORMOUS = ("tiago_description/robots/tiago.urdf", "tiago_description/robots/tiago_dual.urdf")
 #: The CI subset: fast builds covering a serial arm, placeholder limits, continuous joints, a hand with
 #: invalid inertias, a small leg tree, mimic fingers, and the three kinds of refusal.
