@@ -143,6 +143,7 @@ cdef extern from "robodyn_call.h":
         const rd_routine** slots
         unsigned* optional
         char* heavy
+        char* release
         double* p
         int n_params
         int gil_mode
@@ -502,6 +503,7 @@ cdef class RobotCore:
         PyMem_Free(self._core.slots)
         PyMem_Free(self._core.optional)
         PyMem_Free(self._core.heavy)
+        PyMem_Free(self._core.release)
 
     def _attach(self, extension, tuple routines):
         """Bind a robot module: ``routines`` is the routine table as (name, argument count, output count,
@@ -519,7 +521,9 @@ cdef class RobotCore:
         self._core.slots = <const rd_routine**>PyMem_Calloc(max(count, 1), sizeof(rd_routine*))
         self._core.optional = <unsigned*>PyMem_Calloc(max(count, 1), sizeof(unsigned))
         self._core.heavy = <char*>PyMem_Calloc(max(count, 1), sizeof(char))
-        if self._core.slots == NULL or self._core.optional == NULL or self._core.heavy == NULL:
+        self._core.release = <char*>PyMem_Calloc(max(count, 1), sizeof(char))
+        if (self._core.slots == NULL or self._core.optional == NULL or self._core.heavy == NULL
+                or self._core.release == NULL):
             raise MemoryError()
         for i, (name, n_arguments, n_outputs, optional) in enumerate(routines):
             r = _find(table, (<str>name).encode("ascii"))
@@ -541,7 +545,7 @@ cdef class RobotCore:
         self._core.n_params = table.n_params
         self._params = np.array([table.param_defaults[i] for i in range(table.n_params)] or [0.0], dtype=np.float64)
         self._core.p = <double*>cnp.PyArray_DATA(self._params)
-        self._core.gil_mode = 1
+        self._set_gil_mode(1)
         self._model.n = table.n
         self._model.n_params = table.n_params
         self._model.p = self._core.p
@@ -639,11 +643,18 @@ cdef class RobotCore:
     @release_gil.setter
     def release_gil(self, value):
         if isinstance(value, str) and value == "auto":
-            self._core.gil_mode = 1
+            self._set_gil_mode(1)
         elif value is True or value is False:
-            self._core.gil_mode = 2 if value else 0
+            self._set_gil_mode(2 if value else 0)
         else:
             raise ValueError('release_gil must be "auto", True or False')
+
+    cdef void _set_gil_mode(self, int mode):
+        """The mode, and each routine's release flag under it (the call path reads one flag, not the policy)."""
+        cdef int i
+        self._core.gil_mode = mode
+        for i in range(self._core.n_slots):
+            self._core.release[i] = mode == 2 or (mode == 1 and self._core.heavy[i])
 
     @property
     def threads(self):

@@ -110,7 +110,7 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
     int status = RD_FAST_DECLINED;
     if (rd_core_offset > 0 && index < core->n_slots && core->slots[index] != NULL) {
         PyObject *result = NULL;
-        int release = core->gil_mode == 2 || (core->gil_mode == 1 && core->heavy[index]);
+        int release = core->release[index];
         status = rd_fast_call(core->slots[index], core->optional[index], slots, core->p, core->n_params, release,
                               rd_float64_descr, &result);
         if (status == RD_FAST_DONE)
