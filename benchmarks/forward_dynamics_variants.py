@@ -80,7 +80,7 @@ def main() -> int:
         parser.error(str(exc))
     path, default_lock = (Path(args.description), {}) if args.description else _panda()
     # The articulated-body variant needs the recursive route; the model is the same for both variants.
-    options = BuildOptions(method="recursive", lock=lock or default_lock, tool=args.tool)
+    options = BuildOptions(method="recursive", forward="aba", lock=lock or default_lock, tool=args.tool)
     model = codegen.derive(path, options)
     if model.aba is None:
         raise SystemExit("this robot has motor rotors: the articulated-body variant does not apply")

@@ -418,6 +418,10 @@ _CLONE_BUDGET = 60000
 #: regressors and derivatives) that a build waits for.
 SPEED_ROUTINES = ("mass_matrix", "coriolis_matrix", "gravity", "nonlinear_effects", "inverse_dynamics",
                   "forward_dynamics")
+#: Identification's routines, evaluated over recorded data sets rather than in control loops: one build only. The
+#: Panda's regressor kernel takes 4,808 instructions instead of 3,008 (about 0.1 us more per sample), and the
+#: build saves 0.36 s of its 5.2 s of GCC time.
+OFFLINE_ROUTINES = ("regressor", "base_regressor")
 QUICK_BUILD_OPERATIONS = 16000
 
 _CLONE_MACRO = [
@@ -915,8 +919,8 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, bool], None] | None = 
         counts[routine.name] = operations + (counts[called] if called else 0)
         cse_seconds += seconds
         speed = routine.name in SPEED_ROUTINES
-        clones = operations <= _CLONE_OPERATIONS[1] and (
-            speed or (operations >= _CLONE_OPERATIONS[0] and operations <= clone_budget))
+        clones = operations <= _CLONE_OPERATIONS[1] and (speed or (
+            operations >= _CLONE_OPERATIONS[0] and operations <= clone_budget and routine.name not in OFFLINE_ROUTINES))
         clone_budget -= operations if clones and not speed else 0
         zeros = [f"static const double zero_{a.name}[{len(symbols)}] = {{0.0}};"
                  for a, symbols in zip(routine.arguments, definition.inputs)

@@ -72,7 +72,7 @@ def derive_model(description, options: BuildOptions | None = None, progress=None
     if method == "lagrange":
         model = derive_lagrange(description, simplify=options.simplify, progress=progress)
     else:
-        model = derive_recursive(description, progress=progress)
+        model = derive_recursive(description, progress=progress, articulated=options.forward == "aba")
     if not regressor:
         return model
     # The regressor comes from its own Newton-Euler pass whatever the route: one formulation to verify.

@@ -130,8 +130,10 @@ def project_matrix(a: sp.Matrix, coupling: Coupling, off: int) -> sp.Matrix:
     return out
 
 
-def derive_recursive(description: RobotDescription, progress: Progress | None = None) -> SymbolicModel:
-    """``progress(message)``, if given, hears each algorithm as it finishes (with its time)."""
+def derive_recursive(description: RobotDescription, progress: Progress | None = None,
+                     articulated: bool = True) -> SymbolicModel:
+    """``progress(message)``, if given, hears each algorithm as it finishes (with its time). ``articulated``: also
+    derive the articulated-body algorithm (``model.aba``, for ``--forward aba``; a tenth of the Panda's derivation)."""
     start = time.perf_counter()
     say = progress or (lambda message: None)
     joints = description.tree
@@ -574,12 +576,12 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
 
     friction = sp.Matrix([0] * off + list(coupling.friction(description, qd_model[off:])))
     tool = let_m(link_frames[description.tool_joint] * sp.Matrix(description.tool))
-    aba = None if rotors or not coupling.identity or off else articulated_body(tool, friction)
+    aba = None if rotors or not coupling.identity or off or not articulated else articulated_body(tool, friction)
     if not coupling.identity:
         M, C = project_matrix(M, coupling, off).applyfunc(program.let), project_matrix(C, coupling, off).applyfunc(program.let)
         rnea_tau, bias, g = (project_vector(v, coupling, off).applyfunc(program.let) for v in (rnea_tau, bias, g))
     t_aba = time.perf_counter()
-    say(f"  articulated body / couplings: {t_aba - t_coriolis:.2f} s")
+    say(f"  {'articulated body / ' if aba is not None else ''}couplings: {t_aba - t_coriolis:.2f} s")
 
     link_com = [let_v(link_frames[i][:3, :3] * sp.Matrix(j.inertial.com) + link_frames[i][:3, 3])
                 for i, j in enumerate(joints)]
