@@ -11,7 +11,7 @@ import argparse
 import sys
 import time
 
-from robodyn.errors import EXIT_STATUS_HELP, run_command
+from robodyn.errors import EXIT_STATUS_HELP, exit_with, run_command
 from robodyn.options import BuildOptions, add_arguments, from_arguments
 
 from . import __version__
@@ -204,4 +204,4 @@ def _option_keywords(options: BuildOptions) -> dict:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

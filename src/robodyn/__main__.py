@@ -809,4 +809,6 @@ def _check_excite_arguments(parser, args) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .errors import exit_with
+
+    exit_with(main())
