@@ -80,7 +80,7 @@ class _Block:
             names[symbol] = f"p[{index}]"
         self.names = names
         self.trig = TrigTable(set(names))  # angles of inputs and parameters: sin and cos at the start
-        # A DerivativeSolve's own definitions are its callee's program (DerivativeSolve.jacobians_routine), not read here.
+        # A DerivativeSolve's definitions are its callee's program (``jacobians_routine``): not read here.
         own = definition.value.definitions if isinstance(definition.value, Expressions) else ()
         self.definitions = tuple(self.model.definitions) + tuple(own)
         self.emitted: set[sp.Symbol] = set()  # program intermediates already declared by an earlier block
@@ -905,7 +905,6 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, bool], None] | None = 
     cse_seconds = 0.0
     routine_seconds: dict[str, float] = {}  # per routine: its definition (model stage) and its C
     clone_budget = _CLONE_BUDGET
-    routine_table = {d.routine.name: d.routine for d in routines.definitions}
     for definition in routines.definitions:
         routine = definition.routine
         started = time.perf_counter()
@@ -943,7 +942,8 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, bool], None] | None = 
             *zeros,
             *([""] if zeros else []),
             *([f"/* The kernel of {called}, which this routine calls. */",
-               _kernel_signature(prefix, routine_table[called]) + ";", ""] if called else []),
+               _kernel_signature(prefix, _routine_definition(routines, called, len(definition.value.jacobians))
+                                 .routine) + ";", ""] if called else []),
             "/* The routine, in the uniform signature of the runtime's table (robodyn_abi.h). */",
             *_kernel_definition(prefix, definition, body, operations, clones),
             "",

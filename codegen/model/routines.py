@@ -53,10 +53,10 @@ class DerivativeSolve:
     evaluated at that q̈ and each is replaced by -M⁻¹ jacobian; a last output is M⁻¹.
 
     The jacobians are the outputs of the routine ``jacobians_routine`` (inputs q, q̇, q̈): the compiled routine
-    calls its kernel rather than carrying a second copy of that program (``jacobians``, ``qdd`` and
-    ``definitions`` are read by the self-check's reference evaluation, not by the emitter) (the Panda's C went from 187 to 55 kB,
-    its GCC time from 1.35 to 0.43 s, the two derivative routines' definition and emission from 0.99 to
-    0.51 s, for 7 % more instructions per call: 9,879 instead of 9,208)."""
+    calls its kernel rather than carrying a second copy of that program. The Panda's C went from 187 to 55 kB, its
+    GCC time from 1.35 to 0.43 s, the two derivative routines' definition and emission from 0.99 to 0.51 s, for 7 %
+    more instructions per call (9,879 instead of 9,208). ``jacobians``, ``qdd`` and ``definitions`` are read by the
+    self-check's reference evaluation, not by the emitter."""
 
     solve: TreeSolve
     qdd: tuple[sp.Symbol, ...]

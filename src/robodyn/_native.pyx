@@ -769,7 +769,7 @@ cdef class RobotCore:
             failed = _run_parallel(r, ptrs, optrs, self._core.p, count, threads,
                                    (tuple([<object>args[k] for k in range(r.n_inputs + 1) if args[k] != NULL]),
                                     keep, first, results))
-        elif self._core.gil_mode == 2 or (self._core.gil_mode == 1 and (batch > 0 or self._core.heavy[index])):
+        elif self._core.release[index] or (self._core.gil_mode == 1 and batch > 0):  # "auto" releases for batches
             with nogil:
                 failed = rd_loop(r, ptrs, optrs, self._core.p, count, batch > 0)
         else:

@@ -37,12 +37,6 @@ typedef struct {
     int gil_mode;               /* 0 never release the GIL, 1 auto, 2 always */
 } rd_core;
 
-#if defined(__GNUC__)
-#define RD_ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define RD_ALWAYS_INLINE inline
-#endif
-
 #define RD_IN_FLAGS (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED)
 #define RD_OUT_FLAGS (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE)
 
@@ -89,6 +83,11 @@ static inline double *rd_array_data(PyObject *x, int rank, const int *dims, int 
 /* args: n_inputs arguments then `out` (NULL: not given). `float64_descr`: the float64 dtype (borrowed).
    On RD_FAST_DONE *result is a new reference; on RD_FAST_FAILED the kernel returned nonzero
    (nothing allocated survives). `release`: run the kernel without the GIL. */
+#if defined(__GNUC__)
+#define RD_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define RD_ALWAYS_INLINE inline
+#endif
 
 static RD_ALWAYS_INLINE int rd_fast_call_sized(const rd_routine *r, unsigned optional, PyObject *const *args,
                                                const double *p, int release, PyObject *float64_descr,
