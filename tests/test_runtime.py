@@ -145,6 +145,99 @@ def test_out_buffers(rr):
     assert energy[0] == pytest.approx(0.5 * qd @ rr.M(q) @ qd, rel=1e-14)
 
 
+
+def test_allocating_calls_reuse_only_results_nobody_references(rr):
+    """An allocating call may return an array of an earlier call (robodyn_call.h, rd_spare_take) only when nothing
+    else can see it: not while a variable, a view, a weak reference or a buffer export holds it, and not once its
+    flags, shape or dtype were changed. Whatever it returns holds this call's values."""
+    import gc
+    import weakref
+
+    q, qd, qdd = _state()
+    expected = rr.M(q).copy()
+    first = rr.M(q)
+    first_id = id(first)
+    second = rr.M(q + 1.0)
+    assert second is not first and np.array_equal(first, expected)  # held: never written again
+    del first
+    gc.collect()
+    third = rr.M(q)
+    assert id(third) == first_id  # freed by the caller: reused (the point of it)
+    np.testing.assert_array_equal(third, expected)
+
+    def fresh_after(hold):
+        """Whether a call made while ``hold(result)`` keeps something on an earlier result returns another array."""
+        result = rr.M(q + 2.0)
+        address = result.__array_interface__["data"][0]
+        keeper = hold(result)
+        del result
+        others = [rr.M(q + 3.0) for _ in range(3)]  # each held: the spares are tried, then new arrays made
+        fresh = all(o.__array_interface__["data"][0] != address for o in others)
+        del keeper
+        return fresh
+
+    assert fresh_after(lambda a: a[0])                # a view references its base
+    assert fresh_after(memoryview)                    # a buffer export references its exporter
+    assert fresh_after(weakref.ref)                   # a weak reference would see it change
+    assert fresh_after(lambda a: a)                   # held outright
+
+    def changed(change):
+        result = rr.M(q)
+        change(result)
+        identity = id(result)
+        del result
+        return id(rr.M(q)) != identity
+
+    def read_only(a):
+        a.flags.writeable = False
+
+    def reshaped(a):
+        a.shape = (4,)
+
+    assert changed(read_only) and changed(reshaped)
+    out = rr.M(q)
+    assert out.flags.writeable and out.shape == (2, 2) and out.dtype == np.float64
+
+    # Several outputs: the tuple is reused only with every array in it free.
+    derivatives = rr.inverse_dynamics_derivatives(q, qd, qdd)
+    reference = [d.copy() for d in derivatives]
+    kept = derivatives[0]
+    del derivatives
+    again = rr.inverse_dynamics_derivatives(q, qd, qdd)
+    assert again[0] is not kept
+    assert all(np.array_equal(d, r) for d, r in zip(again, reference))  # (a loop variable would hold an array)
+    identity = id(again)
+    del again, kept
+    reused = rr.inverse_dynamics_derivatives(q, qd, qdd)
+    assert id(reused) == identity
+    assert all(np.array_equal(d, r) for d, r in zip(reused, reference))
+
+
+def test_reused_results_are_not_shared_between_threads(rr):
+    """With the GIL released around the kernel, a thread must not claim an array another one is writing: each
+    thread's results match its own inputs."""
+    rr.release_gil = True
+    try:
+        rng = np.random.default_rng(3)
+        states = rng.uniform(-2, 2, (4, 200, 3, 2))
+        expected = [[rr.inverse_dynamics(*s).copy() for s in states[i]] for i in range(4)]
+        failures = []
+
+        def work(i):
+            for _ in range(20):
+                for s, e in zip(states[i], expected[i]):
+                    if not np.array_equal(rr.inverse_dynamics(*s), e):
+                        failures.append(i)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert failures == []
+    finally:
+        rr.release_gil = "auto"
+
 def test_batches(rr):
     rng = np.random.default_rng(0)
     Q, QD = rng.normal(size=(5, 2)), rng.normal(size=(5, 2))

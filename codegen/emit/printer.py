@@ -52,13 +52,13 @@ class FastArithmetic:
         sign, factors = "", []
         if args[0].is_Number:
             coefficient, args = args[0], args[1:]
-            if coefficient.is_negative:
+            if _is_negative(coefficient):
                 sign, coefficient = "-", -coefficient
             if coefficient != 1:
                 factors.append(self._print(coefficient))
         divisors = []
         for factor in args:
-            if factor.is_Pow and factor.exp.is_Integer and factor.exp.is_negative:
+            if factor.is_Pow and factor.exp.is_Integer and factor.exp.p < 0:
                 divisors.append(self._factor(sp.Pow(factor.base, -factor.exp)))
             else:
                 factors.append(self._factor(factor))
@@ -78,6 +78,16 @@ class FastArithmetic:
         if not (base.is_Symbol or base.is_Function):
             text = f"({text})"
         return self._power(text, base, expr.exp)
+
+
+def _is_negative(number) -> bool:
+    """Whether a SymPy number is negative, read from its value: SymPy's ``is_negative`` goes through the
+    assumption system for every new number (a third of a Panda's printing time)."""
+    if number.is_Rational:
+        return number.p < 0
+    if number.is_Float:
+        return number._mpf_[0] == 1  # mpmath's (sign, mantissa, exponent, bits); zero and NaN have sign 0
+    return bool(number.is_negative)
 
 
 def _fast_handler(cls):

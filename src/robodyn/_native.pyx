@@ -137,18 +137,19 @@ cdef extern from "robodyn_sim.h" nogil:
 
 cdef extern from "robodyn_call.h":
     enum:
-        RD_FAST_DONE, RD_FAST_DECLINED, RD_FAST_FAILED
+        RD_FAST_DONE, RD_FAST_DECLINED, RD_FAST_FAILED, RD_SPARES
     ctypedef struct rd_core:
         int n_slots
         const rd_routine** slots
         unsigned* optional
         char* heavy
         char* release
+        PyObject** spare
         double* p
         int n_params
         int gil_mode
     int rd_fast_call(const rd_routine* r, unsigned optional, PyObject** args, const double* p, Py_ssize_t n_params,
-                     int release, PyObject* float64, PyObject** result)
+                     int release, PyObject* float64, PyObject** spare, PyObject** result)
     Py_ssize_t rd_loop(const rd_routine* r, const double** inputs, double** outputs, const double* p,
                        Py_ssize_t count, int batched) nogil
 
@@ -500,6 +501,11 @@ cdef class RobotCore:
     cdef int _threads               # batch threads: 0 for "auto" (usable_cores())
 
     def __dealloc__(self):
+        cdef Py_ssize_t i
+        if self._core.spare != NULL:
+            for i in range(<Py_ssize_t>self._core.n_slots * RD_SPARES):
+                Py_XDECREF(self._core.spare[i])
+            PyMem_Free(self._core.spare)
         PyMem_Free(self._core.slots)
         PyMem_Free(self._core.optional)
         PyMem_Free(self._core.heavy)
@@ -522,8 +528,9 @@ cdef class RobotCore:
         self._core.optional = <unsigned*>PyMem_Calloc(max(count, 1), sizeof(unsigned))
         self._core.heavy = <char*>PyMem_Calloc(max(count, 1), sizeof(char))
         self._core.release = <char*>PyMem_Calloc(max(count, 1), sizeof(char))
+        self._core.spare = <PyObject**>PyMem_Calloc(max(count, 1) * RD_SPARES, sizeof(PyObject*))
         if (self._core.slots == NULL or self._core.optional == NULL or self._core.heavy == NULL
-                or self._core.release == NULL):
+                or self._core.release == NULL or self._core.spare == NULL):
             raise MemoryError()
         for i, (name, n_arguments, n_outputs, optional) in enumerate(routines):
             r = _find(table, (<str>name).encode("ascii"))
