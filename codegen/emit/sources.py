@@ -412,17 +412,17 @@ _CLONE_OPERATIONS = (300, 40000)
 #: order: a humanoid has a dozen routines in that range, and cloning all of them doubled its compile time.
 _CLONE_BUDGET = 60000
 #: The routines of control loops: built for speed whatever their size (-O2 and clones up to 40,000 operations).
-#: The others are compiled for build time (-O1, codegen.extension.compile.QUICK_FLAGS) above
-#: QUICK_BUILD_OPERATIONS: GCC's -O2 passes take 1.5-2x as long on such straight-line code, for about 6% more
-#: instructions (callgrind, iCub's inverse-dynamics derivatives), and it is those routines (a humanoid's
-#: regressors and derivatives) that a build waits for.
+#: The others are compiled for build time (-O1 and a few -O2 passes, codegen.extension.compile.QUICK_FLAGS) above
+#: QUICK_BUILD_OPERATIONS: GCC's full -O2 takes 15-50 % longer on such straight-line code for 0.2-3 % fewer
+#: instructions (callgrind, the Panda's derivatives and regressors), and it is those routines (a humanoid's
+#: regressors and derivatives, the Panda's inverse-dynamics derivatives) that a build waits for.
 SPEED_ROUTINES = ("mass_matrix", "coriolis_matrix", "gravity", "nonlinear_effects", "inverse_dynamics",
                   "forward_dynamics")
 #: Identification's routines, evaluated over recorded data sets rather than in control loops: one build only. The
 #: Panda's regressor kernel takes 4,808 instructions instead of 3,008 (about 0.1 us more per sample), and the
 #: build saves 0.36 s of its 5.2 s of GCC time.
 OFFLINE_ROUTINES = ("regressor", "base_regressor")
-QUICK_BUILD_OPERATIONS = 16000
+QUICK_BUILD_OPERATIONS = 1000
 
 _CLONE_MACRO = [
     "/* x86-64-v3 (AVX2, FMA) and baseline builds of the arithmetic, chosen at load time (GCC, glibc). */",
