@@ -2,7 +2,7 @@
 
     request     = read_request(path, options, cache_dir)   Request            reads the description
     description = describe(request)                         RobotDescription   (codegen.description)
-    binding     = translate_binding(module name)            Cython, started now, in the background
+    binding     = translate_binding(module name)            the install-time translation, or Cython started now
     model       = derive_model(description, options)        SymbolicModel      (codegen.model)
     routines    = define_routines(model, options)           RoutineSet         (codegen.model.routines)
     compilation = start_compilation(request, robot, binding)  Compilation        a private build directory
@@ -13,7 +13,8 @@
 Each stage is a function from one plain dataclass to the next; only the first
 reads input and only the last two write files. Two steps do not wait for their
 turn: Cython's translation of the static binding, which depends only on the
-module's name, runs in a child process (writing only into its own scratch
+module's name (done once at install time, codegen.extension.translation; else
+here), runs in a child process (writing only into its own scratch
 directory) while SymPy derives the model, and the compiler starts on each
 routine's file while the next one is emitted (``emit_and_compile``): SymPy
 keeps one core, the compiler the others.

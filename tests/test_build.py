@@ -235,3 +235,47 @@ def test_damaged_module_is_rebuilt_not_loaded(tmp_path):
     assert result.returncode == 0 and result.stdout.strip() == "True", result.stderr
     again = build(PENDULUM, cache_dir=tmp_path)  # a hit only if the module matches its manifest again
     assert again.cache_hit and again.manifest["module_sha256"] == cache.file_sha256(again.module_path)
+
+
+def test_the_binding_translated_at_install_is_used_only_when_it_matches(tmp_path):
+    """setup.py translates binding.pyx once (codegen.extension.translation); a build uses that C only if it was
+    translated from this binding.pyx and is intact, else it runs Cython itself."""
+    from codegen.extension.compile import BindingTranslation, translate_binding
+    from codegen.extension.translation import BINDING, TRANSLATED_FILE, pretranslated, translate
+
+    assert pretranslated() is not None, f"{TRANSLATED_FILE} is missing: pip install (or setup.py build_py) makes it"
+    binding = translate_binding("robodyn_x_0123456789ab")
+    assert binding.command == [] and binding.defines == (
+        "-DPyInit_robodyn_robot_binding=PyInit_robodyn_x_0123456789ab",)  # no Cython process
+    text, _ = binding.result()
+    assert text == pretranslated()
+
+    source = tmp_path / "binding.pyx"
+    source.write_bytes(BINDING.read_bytes())
+    translated = tmp_path / "translated.c"
+    translate(translated, source)
+    assert pretranslated(source, translated) is not None
+    good = translated.read_bytes()
+    translated.write_bytes(good[:-200])  # truncated
+    assert pretranslated(source, translated) is None
+    translated.write_bytes(good.replace(b"robot()", b"robotX()", 1))  # damaged
+    assert pretranslated(source, translated) is None
+    translated.write_bytes(good)
+    source.write_bytes(BINDING.read_bytes() + b"\n# edited after installing\n")  # another binding.pyx
+    assert pretranslated(source, translated) is None
+    assert pretranslated(source, tmp_path / "missing.c") is None
+
+    fallback = BindingTranslation("robodyn_x_0123456789ab", None)  # what a build does without a valid file
+    try:
+        assert fallback.command[:3] == [sys.executable, "-m", "cython"] and fallback.defines == ()
+        fallback_text, _ = fallback.result()
+        assert "PyInit_robodyn_x_0123456789ab" in fallback_text
+    finally:
+        fallback.cancel()
+
+
+@pytest.mark.slow
+def test_a_build_without_the_install_time_translation_runs_cython(tmp_path, monkeypatch):
+    monkeypatch.setattr("codegen.extension.compile.pretranslated", lambda: None)
+    result = build(PENDULUM, cache_dir=tmp_path, force=True)
+    assert result.selfcheck["passed"]

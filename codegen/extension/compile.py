@@ -1,9 +1,10 @@
 """Stage 5: generated sources -> a compiled robot module in a private build directory.
 
 The module is the static Cython binding (``binding.pyx``, a few lines that export
-the routine table) plus the robot's generated C. The binding's translation by
-Cython depends only on the module name, so ``translate_binding`` starts it in a
-child process as soon as the name is known (after parsing), and it runs while
+the routine table) plus the robot's generated C. The binding's C comes from the
+translation made once at install time (codegen.extension.translation); without
+one (a source tree edited since), ``translate_binding`` starts Cython in a child
+process as soon as the module name is known (after parsing), and it runs while
 SymPy derives the model; Cython's own start-up is most of its second. Then the
 compiler builds the robot's C files (one per routine) as the emit stage hands
 them over (``Compilation``), and the binding's C, in parallel on every core, and
@@ -34,8 +35,8 @@ from robodyn.cache import Entry
 from robodyn.errors import BuildError, StorageError
 
 from ..emit.sources import GeneratedSources
+from .translation import BINDING, TRANSLATED_FILE, TRANSLATED_MODULE, pretranslated
 
-BINDING = Path(__file__).resolve().parent / "binding.pyx"
 # The robot's arithmetic: -O2 (-O3 adds compile time, not speed, to straight-line code);
 # -g0: Python's own CFLAGS ask for debug information, which costs a third of the compile time;
 # -fno-math-errno: sin, cos and sqrt need not set errno, so they can be inlined and vectorised.
@@ -62,11 +63,20 @@ TIMEOUT_S = 600.0
 
 
 class BindingTranslation:
-    """Cython translating the static binding for one module name, in a child process that writes
-    only into a private scratch directory; ``result()`` waits and returns the C text."""
+    """The static binding's C for one module name: the install-time translation when there is one
+    (codegen.extension.translation; ``defines`` then renames its initialisation function), else Cython
+    translating it in a child process that writes only into a private scratch directory. ``result()``
+    waits and returns the C text."""
 
-    def __init__(self, module_name: str):
+    def __init__(self, module_name: str, translated: str | None = None):
         self.module_name = module_name
+        self.command: list[str] = []
+        self._process = None
+        self._text = translated
+        self.defines: tuple[str, ...] = ()
+        if translated is not None:
+            self.defines = (f"-DPyInit_{TRANSLATED_MODULE}=PyInit_{module_name}",)
+            return
         self._scratch = Path(tempfile.mkdtemp(prefix="robodyn-binding-"))
         self.command = [sys.executable, "-m", "cython", "-3", "--module-name", module_name,
                         "-o", str(self._scratch / f"{module_name}.c"), str(BINDING)]
@@ -79,6 +89,8 @@ class BindingTranslation:
 
     def result(self) -> tuple[str, str]:
         """(C text, Cython's log); BuildError if Cython failed."""
+        if self._process is None:
+            return self._text, f"binding: translated by Cython at install time ({TRANSLATED_FILE.name})\n"
         try:
             log, _ = self._process.communicate(timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -92,6 +104,8 @@ class BindingTranslation:
             shutil.rmtree(self._scratch, ignore_errors=True)
 
     def cancel(self) -> None:
+        if self._process is None:
+            return
         if self._process.poll() is None:
             self._process.kill()
             self._process.wait()
@@ -99,8 +113,9 @@ class BindingTranslation:
 
 
 def translate_binding(module_name: str) -> BindingTranslation:
-    """Start Cython on the binding for ``module_name`` (see BindingTranslation)."""
-    return BindingTranslation(module_name)
+    """The binding's C for ``module_name``: the install-time translation if it is there and intact, else
+    Cython started on it now (see BindingTranslation)."""
+    return BindingTranslation(module_name, pretranslated())
 
 
 @dataclass(frozen=True)
@@ -208,7 +223,7 @@ class Compilation:
         """Wait for Cython, then compile the binding's C (it includes robot_table.h)."""
         text, log = self.binding.result()
         (self.workdir / f"{self.entry.module_name}.c").write_text(text, encoding="utf-8")
-        target, compile_log = self._compile(f"{self.entry.module_name}.c", BINDING_FLAGS)
+        target, compile_log = self._compile(f"{self.entry.module_name}.c", BINDING_FLAGS + self.binding.defines)
         return target, log + compile_log
 
     def cancel(self) -> None:
