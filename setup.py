@@ -34,13 +34,13 @@ TRANSLATION = runpy.run_path(str(Path("codegen/extension/translation.py")))
 
 
 class build_py_with_binding(build_py):
-    """The packages, plus the binding's C translated once (into the source tree for an editable install, which
-    imports codegen from there)."""
+    """The packages, plus the robot modules' binding translated once, into the runtime's native directory (in the
+    source tree for an editable install, which imports robodyn from there)."""
 
     def run(self):
         super().run()
-        relative = Path("codegen/extension") / TRANSLATION["TRANSLATED_FILE"].name
-        target = relative if getattr(self, "editable_mode", False) else Path(self.build_lib) / relative
+        relative = Path("robodyn/native") / TRANSLATION["TRANSLATED_NAME"]
+        target = Path("src") / relative if getattr(self, "editable_mode", False) else Path(self.build_lib) / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         TRANSLATION["translate"](target, Path("codegen/extension/binding.pyx"))
 

@@ -241,29 +241,30 @@ def test_the_binding_translated_at_install_is_used_only_when_it_matches(tmp_path
     """setup.py translates binding.pyx once (codegen.extension.translation); a build uses that C only if it was
     translated from this binding.pyx and is intact, else it runs Cython itself."""
     from codegen.extension.compile import BindingTranslation, translate_binding
-    from codegen.extension.translation import BINDING, TRANSLATED_FILE, pretranslated, translate
+    from codegen.extension.translation import BINDING, TRANSLATED_NAME, pretranslated, translate
 
-    assert pretranslated() is not None, f"{TRANSLATED_FILE} is missing: pip install (or setup.py build_py) makes it"
+    installed = Path(cache.__file__).parent / "native" / TRANSLATED_NAME
+    assert pretranslated(installed) is not None, f"{installed} is missing: pip install (setup.py build_py) makes it"
     binding = translate_binding("robodyn_x_0123456789ab")
     assert binding.command == [] and binding.defines == (
         "-DPyInit_robodyn_robot_binding=PyInit_robodyn_x_0123456789ab",)  # no Cython process
     text, _ = binding.result()
-    assert text == pretranslated()
+    assert text == pretranslated(installed)
 
     source = tmp_path / "binding.pyx"
     source.write_bytes(BINDING.read_bytes())
     translated = tmp_path / "translated.c"
     translate(translated, source)
-    assert pretranslated(source, translated) is not None
+    assert pretranslated(translated, source) is not None
     good = translated.read_bytes()
     translated.write_bytes(good[:-200])  # truncated
-    assert pretranslated(source, translated) is None
+    assert pretranslated(translated, source) is None
     translated.write_bytes(good.replace(b"robot()", b"robotX()", 1))  # damaged
-    assert pretranslated(source, translated) is None
+    assert pretranslated(translated, source) is None
     translated.write_bytes(good)
     source.write_bytes(BINDING.read_bytes() + b"\n# edited after installing\n")  # another binding.pyx
-    assert pretranslated(source, translated) is None
-    assert pretranslated(source, tmp_path / "missing.c") is None
+    assert pretranslated(translated, source) is None
+    assert pretranslated(tmp_path / "missing.c", source) is None
 
     fallback = BindingTranslation("robodyn_x_0123456789ab", None)  # what a build does without a valid file
     try:
@@ -276,6 +277,6 @@ def test_the_binding_translated_at_install_is_used_only_when_it_matches(tmp_path
 
 @pytest.mark.slow
 def test_a_build_without_the_install_time_translation_runs_cython(tmp_path, monkeypatch):
-    monkeypatch.setattr("codegen.extension.compile.pretranslated", lambda: None)
+    monkeypatch.setattr("codegen.extension.compile.pretranslated", lambda path: None)
     result = build(PENDULUM, cache_dir=tmp_path, force=True)
     assert result.selfcheck["passed"]

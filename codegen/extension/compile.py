@@ -35,7 +35,7 @@ from robodyn.cache import Entry
 from robodyn.errors import BuildError, StorageError
 
 from ..emit.sources import GeneratedSources
-from .translation import BINDING, TRANSLATED_FILE, TRANSLATED_MODULE, pretranslated
+from .translation import BINDING, TRANSLATED_MODULE, TRANSLATED_NAME, pretranslated
 
 # The robot's arithmetic: -O2 (-O3 adds compile time, not speed, to straight-line code);
 # -g0: Python's own CFLAGS ask for debug information, which costs a third of the compile time;
@@ -90,7 +90,7 @@ class BindingTranslation:
     def result(self) -> tuple[str, str]:
         """(C text, Cython's log); BuildError if Cython failed."""
         if self._process is None:
-            return self._text, f"binding: translated by Cython at install time ({TRANSLATED_FILE.name})\n"
+            return self._text, f"binding: translated by Cython at install time ({TRANSLATED_NAME})\n"
         try:
             log, _ = self._process.communicate(timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -115,7 +115,7 @@ class BindingTranslation:
 def translate_binding(module_name: str) -> BindingTranslation:
     """The binding's C for ``module_name``: the install-time translation if it is there and intact, else
     Cython started on it now (see BindingTranslation)."""
-    return BindingTranslation(module_name, pretranslated())
+    return BindingTranslation(module_name, pretranslated(_native_include() / TRANSLATED_NAME))
 
 
 @dataclass(frozen=True)

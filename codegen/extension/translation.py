@@ -2,8 +2,9 @@
 
 Every robot module is the same few lines of Cython (binding.pyx) plus the robot's C; only the module's name
 differs, and Cython's C text depends on it. Translating it for each build cost about 0.7 s of CPU, most of it
-Cython's start-up. So setup.py translates it once, under the name TRANSLATED_MODULE, into TRANSLATED_FILE next to
-binding.pyx, and a build compiles that C with ``-DPyInit_<TRANSLATED_MODULE>=PyInit_<module name>``: the
+Cython's start-up. So setup.py translates it once, under the name TRANSLATED_MODULE, into the runtime package's
+native directory (robodyn/native/TRANSLATED_NAME: every build imports the installed runtime, while codegen may come
+from a source tree), and a build compiles that C with ``-DPyInit_<TRANSLATED_MODULE>=PyInit_<module name>``: the
 initialisation function is the only symbol Python looks up by the module's name, and the module takes its name
 from the import (multi-phase initialisation, PEP 489). Names Cython compiled in (a traceback's, the ``robot``
 function's ``__module__``) read TRANSLATED_MODULE.
@@ -23,7 +24,7 @@ import sys
 from pathlib import Path
 
 BINDING = Path(__file__).resolve().parent / "binding.pyx"
-TRANSLATED_FILE = BINDING.with_name("binding_translated.c")
+TRANSLATED_NAME = "binding_translated.c"
 TRANSLATED_MODULE = "robodyn_robot_binding"
 _MARK = "/* robodyn: Cython's C for binding.pyx, sha256 {binding}; sha256 of the C text below {text} */"
 
@@ -47,7 +48,7 @@ def translate(target: Path, binding: Path = BINDING) -> None:
     target.write_text(mark + "\n" + text, encoding="utf-8")
 
 
-def pretranslated(binding: Path = BINDING, translated: Path = TRANSLATED_FILE) -> str | None:
+def pretranslated(translated: Path, binding: Path = BINDING) -> str | None:
     """The install-time translation's C text, if ``translated`` holds one of this ``binding`` and is intact;
     else None."""
     try:
