@@ -49,7 +49,8 @@ class GeneratedSources:
     metadata: dict
     operation_counts: dict = field(default_factory=dict)  # by routine
     timings: dict = field(default_factory=dict)
-    quick_files: tuple[str, ...] = ()  # translation units to compile for build time rather than speed
+    build_tiers: dict = field(default_factory=dict)  # C file -> "quick" or "large" (see QUICK_BUILD_OPERATIONS);
+    # the others compile for speed
 
 
 def _output_names(definition: RoutineDefinition) -> list[str]:
@@ -412,10 +413,12 @@ _CLONE_OPERATIONS = (300, 40000)
 #: order: a humanoid has a dozen routines in that range, and cloning all of them doubled its compile time.
 _CLONE_BUDGET = 60000
 #: The routines of control loops: built for speed whatever their size (-O2 and clones up to 40,000 operations).
-#: The others are compiled for build time (-O1 and a few -O2 passes, codegen.extension.compile.QUICK_FLAGS) above
-#: QUICK_BUILD_OPERATIONS: GCC's full -O2 takes 15-50 % longer on such straight-line code for 0.2-3 % fewer
-#: instructions (callgrind, the Panda's derivatives and regressors), and it is those routines (a humanoid's
-#: regressors and derivatives, the Panda's inverse-dynamics derivatives) that a build waits for.
+#: The others are compiled for build time above QUICK_BUILD_OPERATIONS ("quick": -O1 with the few -O2 passes this
+#: code needs, codegen.extension.compile.QUICK_FLAGS): GCC's full -O2 takes 15-50 % longer on such straight-line
+#: code for 0.2-3 % fewer instructions (callgrind, the Panda's derivatives and regressors), and it is those routines
+#: (the Panda's inverse-dynamics derivatives) that a build waits for. Above LARGE_BUILD_OPERATIONS ("large",
+#: LARGE_FLAGS: a humanoid's regressors and derivatives) without the register allocator's expensive optimisations
+#: too, a seventh of GCC's time on such files: TIAGo's build took 51.3 s with them, 48.8 s without.
 SPEED_ROUTINES = ("mass_matrix", "coriolis_matrix", "gravity", "nonlinear_effects", "inverse_dynamics",
                   "forward_dynamics")
 #: Identification's routines, evaluated over recorded data sets rather than in control loops: one build only. The
@@ -423,6 +426,7 @@ SPEED_ROUTINES = ("mass_matrix", "coriolis_matrix", "gravity", "nonlinear_effect
 #: build saves 0.36 s of its 5.2 s of GCC time.
 OFFLINE_ROUTINES = ("regressor", "base_regressor")
 QUICK_BUILD_OPERATIONS = 1000
+LARGE_BUILD_OPERATIONS = 16000
 
 _CLONE_MACRO = [
     "/* x86-64-v3 (AVX2, FMA) and baseline builds of the arithmetic, chosen at load time (GCC, glibc). */",
@@ -873,11 +877,11 @@ def _table_source(routines: RoutineSet, prefix: str, metadata: dict, counts: dic
     return "\n".join(lines)
 
 
-def emit(routines: RoutineSet, ready: Callable[[str, str, bool], None] | None = None) -> GeneratedSources:
+def emit(routines: RoutineSet, ready: Callable[[str, str, str], None] | None = None) -> GeneratedSources:
     """Stage 4: RoutineSet -> GeneratedSources.
 
-    ``ready(name, text, quick)``, if given, receives each file as soon as it is final (``quick``: compile it for
-    build time rather than speed, see SPEED_ROUTINES), so that the compile stage can
+    ``ready(name, text, tier)``, if given, receives each file as soon as it is final (``tier``: "speed", or
+    "quick" and "large" to compile it for build time, see QUICK_BUILD_OPERATIONS), so that the compile stage can
     compile a routine while the next one is emitted: first the headers every translation unit includes, then
     one routine's file at a time, the table last (it holds every routine's operation count)."""
     from robodyn._native import ABI_HASH as abi_hash
@@ -885,7 +889,7 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, bool], None] | None = 
     start = time.perf_counter()
     model = routines.model
     prefix = model.description.name
-    hand_over = ready or (lambda name, text, quick: None)
+    hand_over = ready or (lambda name, text, tier: None)
     signatures = {d.routine.name: signature(prefix, d) for d in routines.definitions}
     files: dict[str, str] = {
         f"{prefix}_dynamics.h": _api_header(routines, prefix, signatures),
@@ -899,8 +903,8 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, bool], None] | None = 
         ]),
     }
     for name, text in files.items():
-        hand_over(name, text, False)
-    quick_files: list[str] = []
+        hand_over(name, text, "speed")
+    build_tiers: dict[str, str] = {}
     counts: dict[str, int] = {}
     cse_seconds = 0.0
     routine_seconds: dict[str, float] = {}  # per routine: its definition (model stage) and its C
@@ -954,16 +958,17 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, bool], None] | None = 
             "}",
             "",
         ])
-        quick = not speed and operations > QUICK_BUILD_OPERATIONS
-        if quick:
-            quick_files.append(name)
-        hand_over(name, files[name], quick)
+        tier = ("speed" if speed or operations <= QUICK_BUILD_OPERATIONS else
+                "large" if operations > LARGE_BUILD_OPERATIONS else "quick")
+        if tier != "speed":
+            build_tiers[name] = tier
+        hand_over(name, files[name], tier)
     metadata = build_metadata(routines, counts)
     table = f"{prefix}_table.c"
     files[table] = _table_source(routines, prefix, metadata, counts)
-    hand_over(table, files[table], False)
+    hand_over(table, files[table], "speed")
     content_hash = hashlib.sha256("".join(files[k] for k in sorted(files)).encode()).hexdigest()
     return GeneratedSources(robot=prefix, files=files,
                             metadata=dict(metadata, content_sha256=content_hash), operation_counts=counts,
                             timings={"emit_s": time.perf_counter() - start, "cse_s": cse_seconds,
-                                     "routine_seconds": routine_seconds}, quick_files=tuple(quick_files))
+                                     "routine_seconds": routine_seconds}, build_tiers=build_tiers)

@@ -57,6 +57,11 @@ ROBOT_FLAGS = ("-O2", "-g0", "-fno-math-errno", "-fno-tree-slp-vectorize", "-fno
 # less GCC time on each file (the Panda's build: 0.5 s less CPU, 0.2 s less wall time, A/B).
 QUICK_FLAGS = ("-O1", "-ftree-vectorize", "-fvect-cost-model=very-cheap", "-fexpensive-optimizations",
                "-fstrict-aliasing", "-ftree-loop-distribute-patterns", *ROBOT_FLAGS[1:])
+# Files marked large (a humanoid's regressors and derivatives) leave out the expensive optimisations, a seventh of
+# GCC's time on them (the register allocator's; its code has more spills).
+LARGE_FLAGS = tuple(flag for flag in QUICK_FLAGS if flag != "-fexpensive-optimizations")
+# The flags of each build tier the emit stage names (codegen.emit.sources.QUICK_BUILD_OPERATIONS).
+TIER_FLAGS = {"speed": ROBOT_FLAGS, "quick": QUICK_FLAGS, "large": LARGE_FLAGS}
 # The binding is Python-object glue run once at import: optimising it only costs compile time.
 BINDING_FLAGS = ("-O0", "-g0")
 TIMEOUT_S = 600.0
@@ -189,13 +194,13 @@ class Compilation:
         self._pool = ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 2))
         self._jobs: list = []
 
-    def add(self, name: str, text: str, quick: bool = False) -> None:
-        """Write one file; a C file is queued for compilation (``quick``: with QUICK_FLAGS), and the binding's
+    def add(self, name: str, text: str, tier: str = "speed") -> None:
+        """Write one file; a C file is queued for compilation (with its ``tier``'s TIER_FLAGS), and the binding's
         chain starts with its header."""
         (self.workdir / name).write_text(text, encoding="utf-8")
         self._added.add(name)
         if name.endswith(".c"):
-            flags = QUICK_FLAGS if quick else ROBOT_FLAGS
+            flags = TIER_FLAGS[tier]
             with self._lock:
                 heapq.heappush(self._waiting, (-len(text), name, flags))
             self._submit(self._compile_largest)
@@ -240,7 +245,7 @@ class Compilation:
         try:
             for name in sorted(sources.files, key=lambda name: (-len(sources.files[name]), name)):
                 if name not in self._added:
-                    self.add(name, sources.files[name], name in sources.quick_files)
+                    self.add(name, sources.files[name], sources.build_tiers.get(name, "speed"))
             results = [job.result() for job in self._jobs]
         except BaseException:
             self.cancel()
