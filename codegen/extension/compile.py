@@ -60,11 +60,15 @@ QUICK_FLAGS = ("-O1", "-ftree-vectorize", "-fvect-cost-model=very-cheap", "-fexp
 # Files marked large (a humanoid's regressors and derivatives) leave out the expensive optimisations, a seventh of
 # GCC's time on them (the register allocator's; its code has more spills).
 LARGE_FLAGS = tuple(flag for flag in QUICK_FLAGS if flag != "-fexpensive-optimizations")
-# The flags of each build tier the emit stage names (codegen.emit.sources.QUICK_BUILD_OPERATIONS).
-TIER_FLAGS = {"speed": ROBOT_FLAGS, "quick": QUICK_FLAGS, "large": LARGE_FLAGS}
+
 # The binding is Python-object glue run once at import: optimising it only costs compile time.
 BINDING_FLAGS = ("-O0", "-g0")
 TIMEOUT_S = 600.0
+
+
+def tier_flags(tier: str) -> tuple[str, ...]:
+    """The compiler flags of a build tier the emit stage names (codegen.emit.sources.QUICK_BUILD_OPERATIONS)."""
+    return {"speed": ROBOT_FLAGS, "quick": QUICK_FLAGS, "large": LARGE_FLAGS}[tier]
 
 
 class BindingTranslation:
@@ -195,12 +199,12 @@ class Compilation:
         self._jobs: list = []
 
     def add(self, name: str, text: str, tier: str = "speed") -> None:
-        """Write one file; a C file is queued for compilation (with its ``tier``'s TIER_FLAGS), and the binding's
+        """Write one file; a C file is queued for compilation (with ``tier_flags(tier)``), and the binding's
         chain starts with its header."""
         (self.workdir / name).write_text(text, encoding="utf-8")
         self._added.add(name)
         if name.endswith(".c"):
-            flags = TIER_FLAGS[tier]
+            flags = tier_flags(tier)
             with self._lock:
                 heapq.heappush(self._waiting, (-len(text), name, flags))
             self._submit(self._compile_largest)
