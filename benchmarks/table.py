@@ -28,14 +28,14 @@ routines, inverse dynamics (Pinocchio ``rnea``), M (``crba``), forward dynamics 
    overhead = total - kernel; Pinocchio's (total per call from Python, and its C++ algorithm, e.g.
    ``pinocchio::rnea<...>``, inclusive), the C-level ratio Pinocchio C++ / our kernel;
 4. the operation counts of the generated routines (the build manifest's ``operation_counts``);
-5. generation time: a fresh build of each robot into a temporary cache (``codegen.pipeline.build``,
-   ``force=True``) by default, or with ``--no-build`` the stage times recorded in the cache entry's
+5. generation time: fresh builds of each robot into a temporary cache (``codegen.pipeline.build``,
+   ``force=True``; BUILD_REPEATS of them, the median reported, SymPy imported first) by default, or with ``--no-build`` the stage times recorded in the cache entry's
    manifest (``--quick`` implies ``--no-build`` unless ``--build`` is given);
 6. batch throughput: inverse dynamics on 10^5 random states with ``out=``, one thread against every
    usable core when the runtime has ``robot.threads``;
 
 then the issue's goals, each marked met or unmet: the Python-level ratios on our fastest call form (named;
-the ``out=`` keyword form's ratio beside it), the overhead goal on both ``out`` forms, the Panda's fresh build
+the ``out=`` keyword form's ratio beside it), the overhead goal on each call form, the Panda's fresh build
 time (when a fresh build was measured). Plain-text tables go to stdout, progress to stderr; ``--markdown``
 writes the same tables as GitHub Markdown (for the README).
 Without Pinocchio or valgrind the columns that need them are skipped with a message (exit status 0).
@@ -65,7 +65,9 @@ import numpy as np
 
 TOLERANCE = 1e-9  # agreement: max |ours - Pinocchio| / max(1, max |Pinocchio|)
 BATCH_ROWS = 100_000
-OVERHEAD_GOAL = 500  # instructions per call outside the kernel (calls with out, keyword and positional), Panda
+#: Fresh builds per robot for the generation times: the machine is shared, so the table reports the median one.
+BUILD_REPEATS = 3
+OVERHEAD_GOAL = 500  # instructions per call outside the kernel (every call form: out= keyword, positional, allocating), Panda
 BUILD_GOAL_S = 5.0  # a fresh build of the Panda, seconds (codegen.pipeline.build's total_s)
 C_LEVEL_GOAL = 3.0  # Pinocchio C++ instructions / our kernel's
 THREADS_GOAL = 1.8  # batch speed-up, every usable core against one thread
@@ -594,7 +596,7 @@ def operation_counts(subject: Subject) -> dict[str, int | None]:
 
 
 def generation_times(subject: Subject, fresh: bool) -> dict:
-    """{"source", "timings" (stage -> s), "operations"}: a fresh build into a temporary cache, or the stage
+    """{"source", "timings" (stage -> s), "operations"}: fresh builds into temporary caches (the median one), or the stage
     times the cache entry's manifest recorded when it was built (whoever built it, whatever the machine's load)."""
     if not fresh:
         manifest = subject.robot.manifest
@@ -603,13 +605,20 @@ def generation_times(subject: Subject, fresh: bool) -> dict:
     from codegen.pipeline import build
     from robodyn.options import BuildOptions
 
-    say(f"building {subject.spec.key} fresh (generation time)")
+    import sympy  # noqa: F401 - imported before the clock starts: the builds time the generator, not the import
+
     load = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(prefix="robodyn-table-build-") as tmp:
-        built = build(subject.path, BuildOptions(lock=subject.spec.lock_map()), cache_dir=tmp, force=True)
-    return {"source": "fresh build (codegen.pipeline.build, force=True, empty cache)", "timings": dict(built.timings),
+    builds = []
+    for attempt in range(BUILD_REPEATS):
+        say(f"building {subject.spec.key} fresh (generation time, {attempt + 1} of {BUILD_REPEATS})")
+        with tempfile.TemporaryDirectory(prefix="robodyn-table-build-") as tmp:
+            builds.append(build(subject.path, BuildOptions(lock=subject.spec.lock_map()), cache_dir=tmp, force=True))
+    totals = [b.timings["total_s"] for b in builds]
+    built = sorted(builds, key=lambda b: b.timings["total_s"])[len(builds) // 2]
+    return {"source": f"fresh build (codegen.pipeline.build, force=True, empty cache; the median of {BUILD_REPEATS}, "
+                      f"SymPy imported before)", "timings": dict(built.timings),
             "operations": sum(built.manifest["operation_counts"].values()),
-            "selfcheck": built.selfcheck, "load": load}
+            "selfcheck": built.selfcheck, "load": load, "totals_s": totals}
 
 
 # ---------------------------------------------------------------------------------------------- 6. batch
@@ -841,7 +850,7 @@ def timing_table(results: dict, settings: Settings) -> Table:
 def instruction_table(results: dict, calls: int) -> Table | None:
     header = ["robot", "routine", "ours out= total", "kernel", "ours out= overhead", "ours out= binding",
               "ours out (positional) total", "ours out (positional) overhead", "ours out (positional) binding",
-              "ours alloc total", "ours alloc overhead", "Pin total", "Pin C++",
+              "ours alloc total", "ours alloc overhead", "ours alloc binding", "Pin total", "Pin C++",
               "Pin C++/kernel", "Pin total/ours out=", "Pin total/ours out (positional)"]
     rows, symbols = [], {}
     for key, r in results.items():
@@ -856,7 +865,8 @@ def instruction_table(results: dict, calls: int) -> Table | None:
             rows.append([key, routine.label, _count(out.get("total")), _count(kernel), _count(out.get("overhead")),
                          _count(out.get("binding")), _count(positional.get("total")),
                          _count(positional.get("overhead")), _count(positional.get("binding")),
-                         _count(alloc.get("total")), _count(alloc.get("overhead")), _count(theirs.get("total")),
+                         _count(alloc.get("total")), _count(alloc.get("overhead")), _count(alloc.get("binding")),
+                         _count(theirs.get("total")),
                          _count(theirs.get("kernel")), _ratio(theirs.get("kernel"), kernel),
                          _ratio(theirs.get("total"), out.get("total")),
                          _ratio(theirs.get("total"), positional.get("total"))])
@@ -952,7 +962,7 @@ def goals(results: dict) -> list[dict]:
             if key == GOALS_ROBOT:
                 add(key, f"{routine.label}: kernel instructions", _count(kernel or None), f"<= {routine.kernel_goal}",
                     kernel <= routine.kernel_goal if kernel else None)
-                for kind, form in (("out", "out="), ("positional", "positional out")):
+                for kind, form in (("out", "out="), ("positional", "positional out"), ("alloc", "allocating")):
                     overhead, binding = kinds.get(kind, {}).get("overhead"), kinds.get(kind, {}).get("binding")
                     add(key, f"{routine.label}: overhead ({form})", _count(overhead), f"<= {OVERHEAD_GOAL}",
                         None if overhead is None else overhead <= OVERHEAD_GOAL,
@@ -965,8 +975,11 @@ def goals(results: dict) -> list[dict]:
         if key == GOALS_ROBOT and generation and generation["source"].startswith("fresh build"):
             total = generation["timings"].get("total_s")
             add(key, "fresh build time", "-" if total is None else f"{total:.1f} s", f"<= {BUILD_GOAL_S:g} s",
-                None if total is None else total <= BUILD_GOAL_S, f"load average {generation.get('load', 0):.2f}"
-                if generation.get("load") is not None else "")
+                None if total is None else total <= BUILD_GOAL_S,
+                "; ".join(part for part in (
+                    "builds " + ", ".join(f"{t:.1f}" for t in generation["totals_s"]) + " s"
+                    if generation.get("totals_s") else "",
+                    f"load average {generation['load']:.2f}" if generation.get("load") is not None else "") if part))
     return found
 
 
@@ -976,8 +989,8 @@ def goals_table(found: list[dict]) -> Table:
     measured = sum(g["met"] is not None for g in found)
     return Table("7. Goals", ["robot", "goal", "measured", "target", "status", "detail"], rows,
                  [(f"{met} of {measured} measured goals met. Python-level ratios: Pinocchio / ours in our fastest "
-                   "call form (detail: which, and the out= keyword form's ratio); the overhead goal on both out "
-                   f"forms; the instruction and build-time goals are stated for the {GOALS_ROBOT}.")], left=2,
+                   "call form (detail: which, and the out= keyword form's ratio); the overhead goal on each call "
+                   f"form (out=, positional out, allocating); the instruction and build-time goals are stated for the {GOALS_ROBOT}.")], left=2,
                  left_also=(5,))
 
 
