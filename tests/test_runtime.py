@@ -146,6 +146,20 @@ def test_out_buffers(rr):
 
 
 
+def test_a_float64_dtype_other_than_numpys_own_takes_the_same_path(rr):
+    """The fast path compares an array's dtype with NumPy's float64 descriptor first (robodyn_call.h,
+    rd_array_data); a native float64 dtype that is another object (here one with metadata) must still be
+    accepted, as input and as out, with the same results."""
+    q, qd, qdd = _state()
+    other = np.dtype(np.float64, metadata={"unit": "rad"})
+    assert other is not np.dtype(np.float64)
+    expected = rr.inverse_dynamics(q, qd, qdd).copy()
+    np.testing.assert_array_equal(rr.inverse_dynamics(q.astype(other), qd.astype(other), qdd.astype(other)), expected)
+    out = np.zeros(2, dtype=other)
+    assert rr.inverse_dynamics(q, qd, qdd, None, out) is out
+    np.testing.assert_array_equal(out, expected)
+
+
 def test_allocating_calls_reuse_only_results_nobody_references(rr):
     """An allocating call may return an array of an earlier call (robodyn_call.h, rd_spare_take) only when nothing
     else can see it: not while a variable, a view, a weak reference or a buffer export holds it, and not once its

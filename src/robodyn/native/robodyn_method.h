@@ -42,7 +42,6 @@ static PyMethodDef rd_method_defs[RD_METHOD_SLOTS];
 static rd_dispatch_fn rd_method_dispatch;
 /* Where a RobotCore keeps its rd_core, measured on a live object by robodyn._native. */
 static Py_ssize_t rd_core_offset = -1;
-static PyObject *rd_float64_descr;
 
 static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                 PyObject *kwnames)
