@@ -12,6 +12,8 @@ C instead of running Cython, about 0.7 s of CPU per build.
 """
 
 import runpy
+import subprocess
+import warnings
 from pathlib import Path
 
 import numpy
@@ -42,7 +44,11 @@ class build_py_with_binding(build_py):
         relative = Path("robodyn/native") / TRANSLATION["TRANSLATED_NAME"]
         target = Path("src") / relative if getattr(self, "editable_mode", False) else Path(self.build_lib) / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        TRANSLATION["translate"](target, Path("codegen/extension/binding.pyx"))
+        try:
+            TRANSLATION["translate"](target, Path("codegen/extension/binding.pyx"))
+        except (OSError, subprocess.CalledProcessError) as exc:  # builds then run Cython themselves
+            warnings.warn(f"the robot modules' binding was not translated at install time ({exc}); each robot "
+                          "build will run Cython on it", stacklevel=1)
 
 
 setup(ext_modules=cythonize([extension], language_level=3, quiet=True), cmdclass={"build_py": build_py_with_binding})

@@ -276,7 +276,31 @@ def test_the_binding_translated_at_install_is_used_only_when_it_matches(tmp_path
 
 
 @pytest.mark.slow
+def test_modules_built_from_the_shared_translation_keep_their_own_names(tmp_path):
+    """Cython's C registers a module in sys.modules under its compiled-in name too: with the name shared by every
+    robot, import_extension takes that entry out, and each module keeps its own."""
+    from codegen.extension.translation import TRANSLATED_MODULE
+
+    assert cache.SHARED_BINDING_NAME == TRANSLATED_MODULE
+    first = build(PENDULUM, cache_dir=tmp_path, force=True)
+    second = build(ROBOTS / "rr.yaml", cache_dir=tmp_path, force=True)
+    modules = [cache.import_extension(r.entry.module_name, r.module_path) for r in (first, second)]
+    assert [m.__name__ for m in modules] == [first.entry.module_name, second.entry.module_name]
+    assert all(sys.modules[m.__name__] is m for m in modules)
+    assert TRANSLATED_MODULE not in sys.modules
+
+
+@pytest.mark.slow
 def test_a_build_without_the_install_time_translation_runs_cython(tmp_path, monkeypatch):
-    monkeypatch.setattr("codegen.extension.compile.pretranslated", lambda path: None)
+    import codegen.extension.compile as compile_stage
+
+    made = []
+
+    def spy(module_name):
+        made.append(compile_stage.BindingTranslation(module_name, None))
+        return made[-1]
+
+    monkeypatch.setattr(compile_stage, "translate_binding", spy)
     result = build(PENDULUM, cache_dir=tmp_path, force=True)
     assert result.selfcheck["passed"]
+    assert made and made[0].command[:3] == [sys.executable, "-m", "cython"] and made[0].defines == ()

@@ -49,13 +49,14 @@ from .translation import BINDING, TRANSLATED_MODULE, TRANSLATED_NAME, pretransla
 # loops, at -O2 and -O1) and the same call times from Python within noise (M, C, ID, FD, g).
 ROBOT_FLAGS = ("-O2", "-g0", "-fno-math-errno", "-fno-tree-slp-vectorize", "-fno-schedule-insns2", "-fno-dse")
 # Files the emit stage marks quick (codegen.emit.sources.SPEED_ROUTINES) compile at -O1 with the few -O2 passes this
-# code needs: vectorisation at its cheapest cost model (the sine-cosine block of the joint angles), the register
+# code needs: vectorisation at the cheap cost model (the sine-cosine block of the joint angles; GCC 4.9 has it, and
+# the same code as GCC 12's very-cheap on the Panda's derivatives and regressors), the register
 # allocator's expensive optimisations (without them, many more spills), strict aliasing (outputs cannot alias the
 # inputs), and memset for the loops zeroing an output (a regressor's zeros were a scalar loop: 1,200 instructions
 # for the Panda's Slotine-Li regressor). Plain -O1 made the Panda's inverse-dynamics derivatives 46 % longer; this
 # set makes them 0.2 % longer, the forward-dynamics derivatives 0.7 % and the regressors 3 % (callgrind), for 15-25 %
 # less GCC time on each file (the Panda's build: 0.5 s less CPU, 0.2 s less wall time, A/B).
-QUICK_FLAGS = ("-O1", "-ftree-vectorize", "-fvect-cost-model=very-cheap", "-fexpensive-optimizations",
+QUICK_FLAGS = ("-O1", "-ftree-vectorize", "-fvect-cost-model=cheap", "-fexpensive-optimizations",
                "-fstrict-aliasing", "-ftree-loop-distribute-patterns", *ROBOT_FLAGS[1:])
 # Files marked large (a humanoid's regressors and derivatives) leave out the register allocator's expensive
 # optimisations, about a tenth of GCC's time on such files (the Panda's inverse-dynamics derivatives: 0.73 s

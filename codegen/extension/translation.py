@@ -9,9 +9,11 @@ initialisation function is the only symbol Python looks up by the module's name,
 from the import (multi-phase initialisation, PEP 489). Names Cython compiled in (a traceback's, the ``robot``
 function's ``__module__``) read TRANSLATED_MODULE.
 
-The file's first line records the SHA-256 of the binding.pyx it came from and of the C text after that line: a
-file translated from another binding.pyx (a source tree edited after installing) or damaged is not used, and the
-build runs Cython itself (``codegen.extension.compile.BindingTranslation``).
+The file's first line records the SHA-256 of the binding.pyx it came from, the Python version it was made for (its
+C API) and the SHA-256 of the C text after that line: a file translated from another binding.pyx (a source tree
+edited after installing), for another Python (two environments sharing an editable tree) or damaged is not used, and
+the build runs Cython itself (``codegen.extension.compile.BindingTranslation``). Cython registers a module in
+``sys.modules`` under its compiled-in name too: robodyn.cache.import_extension takes that entry out again.
 
 This module imports nothing from robodyn or codegen: setup.py runs it before either is built.
 """
@@ -26,7 +28,12 @@ from pathlib import Path
 BINDING = Path(__file__).resolve().parent / "binding.pyx"
 TRANSLATED_NAME = "binding_translated.c"
 TRANSLATED_MODULE = "robodyn_robot_binding"
-_MARK = "/* robodyn: Cython's C for binding.pyx, sha256 {binding}; sha256 of the C text below {text} */"
+_MARK = ("/* robodyn: Cython's C for binding.pyx, sha256 {binding}, for Python {python}; "
+         "sha256 of the C text below {text} */")
+
+
+def _python() -> str:
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def _sha256(data: bytes) -> str:
@@ -44,7 +51,8 @@ def translate(target: Path, binding: Path = BINDING) -> None:
         text = scratch.read_text(encoding="utf-8")
     finally:
         scratch.unlink(missing_ok=True)
-    mark = _MARK.format(binding=_sha256(Path(binding).read_bytes()), text=_sha256(text.encode("utf-8")))
+    mark = _MARK.format(binding=_sha256(Path(binding).read_bytes()), python=_python(),
+                        text=_sha256(text.encode("utf-8")))
     target.write_text(mark + "\n" + text, encoding="utf-8")
 
 
@@ -57,6 +65,7 @@ def pretranslated(translated: Path, binding: Path = BINDING) -> str | None:
     except (OSError, UnicodeDecodeError):
         return None
     first, newline, rest = text.partition("\n")
-    if not newline or first != _MARK.format(binding=_sha256(source), text=_sha256(rest.encode("utf-8"))):
+    if not newline or first != _MARK.format(binding=_sha256(source), python=_python(),
+                                            text=_sha256(rest.encode("utf-8"))):
         return None
     return rest

@@ -501,15 +501,25 @@ cdef class RobotCore:
     cdef int _threads               # batch threads: 0 for "auto" (usable_cores())
 
     def __dealloc__(self):
+        self._free_core()
+
+    cdef void _free_core(self) noexcept:
+        """Free the per-routine buffers (and the spare results they hold)."""
         cdef Py_ssize_t i
         if self._core.spare != NULL:
             for i in range(<Py_ssize_t>self._core.n_slots * RD_SPARES):
                 Py_XDECREF(self._core.spare[i])
-            PyMem_Free(self._core.spare)
+        PyMem_Free(self._core.spare)
         PyMem_Free(self._core.slots)
         PyMem_Free(self._core.optional)
         PyMem_Free(self._core.heavy)
         PyMem_Free(self._core.release)
+        self._core.spare = NULL
+        self._core.slots = NULL
+        self._core.optional = NULL
+        self._core.heavy = NULL
+        self._core.release = NULL
+        self._core.n_slots = 0
 
     def _attach(self, extension, tuple routines):
         """Bind a robot module: ``routines`` is the routine table as (name, argument count, output count,
@@ -524,6 +534,7 @@ cdef class RobotCore:
         cdef int count = len(routines)
         cdef int i, k
         cdef const rd_routine* r
+        self._free_core()  # what an earlier attempt that failed allocated
         self._core.slots = <const rd_routine**>PyMem_Calloc(max(count, 1), sizeof(rd_routine*))
         self._core.optional = <unsigned*>PyMem_Calloc(max(count, 1), sizeof(unsigned))
         self._core.heavy = <char*>PyMem_Calloc(max(count, 1), sizeof(char))

@@ -137,6 +137,11 @@ def toolchain() -> dict:
     }
 
 
+#: The module name the robot modules' binding is translated under at install time (codegen.extension.translation
+#: TRANSLATED_MODULE; the runtime does not import the generator).
+SHARED_BINDING_NAME = "robodyn_robot_binding"
+
+
 @functools.lru_cache(maxsize=None)
 def generator_fingerprint() -> str:
     """Version and source text of the generator package (found without importing it)."""
@@ -445,4 +450,8 @@ def import_extension(module_name: str, module_path: Path, fresh: bool = False):
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
     sys.modules[module_name] = module
+    # A binding translated at install time under one name for every robot (codegen.extension.translation) also
+    # registers the module under that name, as Cython's modules do under their own: not a module to keep there.
+    if sys.modules.get(SHARED_BINDING_NAME) is module:
+        del sys.modules[SHARED_BINDING_NAME]
     return module
