@@ -148,8 +148,6 @@ cdef extern from "robodyn_call.h":
         double* p
         int n_params
         int gil_mode
-    int rd_fast_call(const rd_routine* r, unsigned optional, PyObject** args, const double* p, Py_ssize_t n_params,
-                     int release, PyObject* float64, PyObject** spare, PyObject** result)
     Py_ssize_t rd_loop(const rd_routine* r, const double** inputs, double** outputs, const double* p,
                        Py_ssize_t count, int batched) nogil
 

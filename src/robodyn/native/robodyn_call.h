@@ -163,7 +163,7 @@ static inline void rd_spare_keep(PyObject **spare, PyObject *result)
 #endif
 }
 
-/* args: n_inputs arguments then `out` (NULL: not given). `float64_descr`: the float64 dtype (borrowed).
+/* args: n_inputs arguments then `out` (NULL: not given). Results are allocated with rd_float64_descr.
    On RD_FAST_DONE *result is a new reference; on RD_FAST_FAILED the kernel returned nonzero
    (nothing allocated survives). `release`: run the kernel without the GIL. */
 #if defined(__GNUC__)
@@ -173,11 +173,10 @@ static inline void rd_spare_keep(PyObject **spare, PyObject *result)
 #endif
 
 static RD_ALWAYS_INLINE int rd_fast_call_sized(const rd_routine *r, unsigned optional, PyObject *const *args,
-                                               const double *p, int release, PyObject *float64_descr,
-                                               PyObject **spare, PyObject **result, const int n_inputs,
-                                               const int n_outputs)
+                                               const double *p, int release, PyObject **spare, PyObject **result,
+                                               const int n_inputs, const int n_outputs)
 {
-    PyArray_Descr *float64 = (PyArray_Descr *)float64_descr;
+    PyArray_Descr *float64 = (PyArray_Descr *)rd_float64_descr;
     const double *in[RD_MAX_INPUTS];
     double total = 0.0;
     for (int k = 0; k < n_inputs; ++k) {
@@ -281,20 +280,18 @@ declined:
    loops over the arguments. Parameters are not checked: the runtime only stores finite ones
    (RobotCore._set_parameter). */
 static RD_ALWAYS_INLINE int rd_fast_call(const rd_routine *r, unsigned optional, PyObject *const *args, const double *p,
-                                         Py_ssize_t n_params, int release, PyObject *float64_descr, PyObject **spare,
-                                         PyObject **result)
+                                         int release, PyObject **spare, PyObject **result)
 {
-    (void)n_params;
     if (r->n_outputs == 1) {
         switch (r->n_inputs) {
-        case 1: return rd_fast_call_sized(r, optional, args, p, release, float64_descr, spare, result, 1, 1);
-        case 2: return rd_fast_call_sized(r, optional, args, p, release, float64_descr, spare, result, 2, 1);
-        case 3: return rd_fast_call_sized(r, optional, args, p, release, float64_descr, spare, result, 3, 1);
-        case 4: return rd_fast_call_sized(r, optional, args, p, release, float64_descr, spare, result, 4, 1);
+        case 1: return rd_fast_call_sized(r, optional, args, p, release, spare, result, 1, 1);
+        case 2: return rd_fast_call_sized(r, optional, args, p, release, spare, result, 2, 1);
+        case 3: return rd_fast_call_sized(r, optional, args, p, release, spare, result, 3, 1);
+        case 4: return rd_fast_call_sized(r, optional, args, p, release, spare, result, 4, 1);
         default: break;
         }
     }
-    return rd_fast_call_sized(r, optional, args, p, release, float64_descr, spare, result, r->n_inputs,
+    return rd_fast_call_sized(r, optional, args, p, release, spare, result, r->n_inputs,
                               r->n_outputs);
 }
 

@@ -110,8 +110,8 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
     if (rd_core_offset > 0 && index < core->n_slots && core->slots[index] != NULL) {
         PyObject *result = NULL;
         int release = core->release[index];
-        status = rd_fast_call(core->slots[index], core->optional[index], slots, core->p, core->n_params, release,
-                              rd_float64_descr, core->spare + (Py_ssize_t)index * RD_SPARES, &result);
+        status = rd_fast_call(core->slots[index], core->optional[index], slots, core->p, release,
+                              core->spare + (Py_ssize_t)index * RD_SPARES, &result);
         if (status == RD_FAST_DONE)
             return result;
     }
