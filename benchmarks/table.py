@@ -29,7 +29,8 @@ routines, inverse dynamics (Pinocchio ``rnea``), M (``crba``), forward dynamics 
    ``pinocchio::rnea<...>``, inclusive), the C-level ratio Pinocchio C++ / our kernel;
 4. the operation counts of the generated routines (the build manifest's ``operation_counts``);
 5. generation time: fresh builds of each robot into a temporary cache (``codegen.pipeline.build``,
-   ``force=True``; BUILD_REPEATS of them, the median reported, SymPy imported first) by default, or with ``--no-build`` the stage times recorded in the cache entry's
+   ``force=True``; BUILD_REPEATS of them, each in a new Python process, the median reported) by default, or
+   with ``--no-build`` the stage times recorded in the cache entry's
    manifest (``--quick`` implies ``--no-build`` unless ``--build`` is given);
 6. batch throughput: inverse dynamics on 10^5 random states with ``out=``, one thread against every
    usable core when the runtime has ``robot.threads``;
@@ -597,8 +598,8 @@ def operation_counts(subject: Subject) -> dict[str, int | None]:
 
 
 def generation_times(subject: Subject, fresh: bool) -> dict:
-    """{"source", "timings" (stage -> s), "operations"}: fresh builds into temporary caches (the median one), or the stage
-    times the cache entry's manifest recorded when it was built (whoever built it, whatever the machine's load)."""
+    """{"source", "timings" (stage -> s), "operations"}: fresh builds into temporary caches (the median one), or the
+    stage times the cache entry's manifest recorded when it was built (whoever built it, whatever the machine's load)."""
     if not fresh:
         manifest = subject.robot.manifest
         return {"source": "recorded in the cache entry's manifest", "timings": dict(manifest.get("timings", {})),

@@ -48,7 +48,7 @@ from .translation import BINDING, TRANSLATED_MODULE, TRANSLATED_NAME, pretransla
 # number of instructions (objdump; M, C, ID, FD, g, the split derivative kernels, the regressors with their zeroing
 # loops, at -O2 and -O1) and the same call times from Python within noise (M, C, ID, FD, g).
 ROBOT_FLAGS = ("-O2", "-g0", "-fno-math-errno", "-fno-tree-slp-vectorize", "-fno-schedule-insns2", "-fno-dse")
-# Files the emit stage marks quick (codegen.emit.sources.SPEED_ROUTINES) compile at -O1 with the few -O2 passes this
+# Files the emit stage marks quick (codegen.emit.sources.QUICK_BUILD_OPERATIONS) compile at -O1 with the -O2 passes this
 # code needs: vectorisation at the cheap cost model (the sine-cosine block of the joint angles; GCC 4.9 has it, and
 # the same code as GCC 12's very-cheap on the Panda's derivatives and regressors), the register
 # allocator's expensive optimisations (without them, many more spills), strict aliasing (outputs cannot alias the
