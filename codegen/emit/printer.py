@@ -126,12 +126,16 @@ class TrigTable:
         return k
 
     def declarations(self, printer: "RobotCPrinter", indent: str = "    ") -> list[str]:
-        """Two pointer declarations (no statements: a split kernel's parts each repeat the ones they read)."""
+        """The block's array and two pointer declarations (no statements: a split kernel's parts each repeat the ones they read)."""
         if not self.angles:
             return []
         width = -(-len(self.angles) // self.LANES) * self.LANES
         angles = [printer.expression(angle) for angle in self.angles] + ["0.0"] * (width - len(self.angles))
-        return [f"{indent}const double *restrict trig_sin = rd_sincos_block((double[{2 * width}]){{0.0}}, "
+        # The sines and cosines go to an uninitialised array: rd_sincos_block writes all of it, and zeroing it
+        # first (a compound literal `(double[16]){0.0}`) compiled to `rep stos`, whose start-up took about 25 ns a
+        # call, a tenth of the Panda's C (215 -> 194 ns a kernel call, 19 instructions fewer).
+        return [f"{indent}double trig_values[{2 * width}];",
+                f"{indent}const double *restrict trig_sin = rd_sincos_block(trig_values, "
                 f"(const double[{width}]){{{', '.join(angles)}}}, {width});",
                 f"{indent}const double *restrict trig_cos = trig_sin + {width};"]
 

@@ -454,7 +454,7 @@ _PART_OPERATIONS = 1000
 #: heap (a 50-joint chain's derivatives cross 10^5 values; kept whole, GCC took 7.5 minutes and 9 GB on it).
 _STACK_SPILLED = 16384
 _DECLARATION = re.compile(r"^\s*const double (\w+) = ")
-_TRIG_BLOCK = re.compile(r"rd_sincos_block\(\(double\[\d+\]\)\{0\.0\},(?=.*, (\d+)\);$)")
+_TRIG_BLOCK = re.compile(r"rd_sincos_block\(trig_values,(?=.*, (\d+)\);$)")
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
 _POINTER = re.compile(r"^\s*(?:const )?double \*(?:restrict )?(\w+) = ")
 
@@ -532,7 +532,8 @@ def _kernel_definition(prefix: str, definition: RoutineDefinition, body: list[st
     and a very large one is a sequence of parts (``_split``)."""
     routine = definition.routine
     ending = [] if routine.failure else ["    return 0;"]
-    header = list(itertools.takewhile(lambda line: line.startswith(("    (void)", "    const double *")), body))
+    header = list(itertools.takewhile(lambda line: line.startswith(("    (void)", "    const double *", "    double trig_values[")),
+                                       body))
     split = _split(body[len(header):] + ending) if operations > _SPLIT_OPERATIONS else None
     if split is not None:
         parts, spilled = split
