@@ -369,7 +369,7 @@ def check_positional(routine: Compared, robot, inputs: list[np.ndarray]) -> None
                          f"{routine.method}))")
 
 
-def time_calls(subject: Subject, pinocchio, rtb, settings: Settings) -> dict[str, dict]:
+def time_calls(subject: Subject, pinocchio, rtb, settings: Settings, messages: list[str]) -> dict[str, dict]:
     """method -> implementation -> timing (``time_interleaved``); implementations: ours_out, ours_positional,
     ours_alloc, pinocchio, rtb (those available), plus "loop" (an empty statement: the timing loop's own cost)."""
     robot, s = subject.robot, subject.state
@@ -386,7 +386,14 @@ def time_calls(subject: Subject, pinocchio, rtb, settings: Settings) -> dict[str
                                              {"pin": pinocchio, "model": subject.model,
                                               "data": subject.model.createData(), **names})
         if rtb is not None:
-            timers["rtb"] = make_timer(f"m.{routine.rtb}({', '.join(inputs)})", {"m": rtb, **names})
+            call, namespace = f"m.{routine.rtb}({', '.join(inputs)})", {"m": rtb, **names}
+            try:  # its own models may not compute everything (the UR5's DH model has a singular mass matrix)
+                getattr(rtb, routine.rtb)(*[names[a] for a in inputs])
+            except Exception as exc:  # noqa: BLE001 -- any failure of the third-party call only drops its cell
+                messages.append(f"Robotics Toolbox for Python: {subject.spec.key} {routine.label} skipped, "
+                                f"{call} fails ({type(exc).__name__}: {exc})")
+            else:
+                timers["rtb"] = make_timer(call, namespace)
         timers["loop"] = make_timer("pass", {})
         say(f"timing {subject.spec.key} {routine.label}")
         results[routine.method] = time_interleaved(timers, settings)
@@ -770,7 +777,9 @@ def _count(value) -> str:
 
 
 def _ratio(a, b) -> str:
-    return "-" if a is None or not b else f"{a / b:.2f}x"
+    if a is None or not b:
+        return "-"
+    return f"{a / b:,.0f}x" if a / b >= 100 else f"{a / b:.2f}x"
 
 
 def _met(flag) -> str:
@@ -841,6 +850,8 @@ def timing_table(results: dict, settings: Settings) -> Table:
         + (["Pinocchio"] if have_pin else []) + (["RTB"] if have_rtb else [])
     if have_pin:
         header += [f"Pin/ours {OURS_FORMS[form]}" for form in forms] + ["goal (fastest form)", "met"]
+    if have_rtb:
+        header += ["RTB/ours (fastest form)"]
     rows, floors = [], []
     for key, r in results.items():
         for routine in ROUTINES:
@@ -854,6 +865,8 @@ def timing_table(results: dict, settings: Settings) -> Table:
                 row += [_ratio(pin, t.get(form)) for form in forms]
                 row += [f">= {routine.python_goal:g}x",
                         _met(None if pin is None else pin / fastest >= routine.python_goal)]
+            if have_rtb:
+                row += [_ratio(t.get("rtb"), t[best_form(r["timing"][routine.method])])]
             rows.append(row)
     notes = [(f"µs per call, median of {settings.rounds} interleaved rounds (each the best of {settings.burst} "
               f"timeit loops of about {settings.loop_seconds * 1e3:g} ms); the loop itself adds about "
@@ -862,6 +875,10 @@ def timing_table(results: dict, settings: Settings) -> Table:
               "wrench h), which CPython 3.11 dispatches on its fast path for built-in methods (no keyword "
               "arguments); alloc `r.g(q)`. Goal: Pinocchio / ours in our fastest form (section 7 names it)."),
              _friction_note(results)]
+    if have_rtb:
+        notes.append("RTB: the Robotics Toolbox for Python's own model of the robot (`rtb.models.DH.<Robot>()`, its "
+                     "Denavit-Hartenberg parameters, so its values differ from the URDF's) and its methods "
+                     f"{', '.join(f'`{r.rtb}`' for r in ROUTINES)}: a timing comparison only.")
     return Table("2. Time per call from Python (µs)", header, rows, notes)
 
 
@@ -1056,7 +1073,7 @@ def measure(spec: RobotSpec, args, settings: Settings, pinocchio, messages: list
     rtb, reason = rtb_model(spec)
     if reason:
         messages.append(f"Robotics Toolbox for Python skipped for {spec.key}: {reason}")
-    result["timing"] = time_calls(subject, pinocchio, rtb, settings)
+    result["timing"] = time_calls(subject, pinocchio, rtb, settings, messages)
     result["operations"] = operation_counts(subject)
     result["batch"] = batch_throughput(subject, settings)
     return result, subject
