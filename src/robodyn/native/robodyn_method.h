@@ -25,7 +25,7 @@
 #define RD_METHOD_SLOTS 64
 
 /* The runtime's handler of a call the fast path did not finish (fast_status: RD_FAST_FAILED or
-   RD_FAST_DECLINED, see robodyn_call.h). args[k]: the k-th parameter after self (NULL when not
+   RD_FAST_DECLINED, see robodyn_call.h). args[k]: the k-th parameter after self (None when not
    given); returns a new reference or NULL. */
 typedef PyObject *(*rd_dispatch_fn)(PyObject *self, int index, PyObject **args, int fast_status);
 
@@ -48,7 +48,8 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
 {
     const rd_method_info *m = &rd_methods[index];
     const int n_args = m->n_args;
-    PyObject *slots[RD_METHOD_MAX_ARGS] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    /* Parameters not given are None from here on (the fast path then tests one value, not two). */
+    PyObject *slots[RD_METHOD_MAX_ARGS] = {Py_None, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None};
     int i;
     if (nargs > n_args) {
         PyErr_Format(PyExc_TypeError, "%S() takes at most %d positional arguments (%zd given)", m->name, n_args,
@@ -68,6 +69,7 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
     default: break;
     }
     if (kwnames != NULL) {
+        unsigned given = nargs >= 32 ? ~0u : (1u << nargs) - 1u; /* bit j: parameter j has a value */
         const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
         for (Py_ssize_t k = 0; k < nkw; ++k) {
             PyObject *key = PyTuple_GET_ITEM(kwnames, k);
@@ -90,24 +92,30 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
                 PyErr_Format(PyExc_TypeError, "%S() got an unexpected keyword argument '%S'", m->name, key);
                 return NULL;
             }
-            if (slots[found] != NULL) {
+            if ((given >> found) & 1u) {
                 PyErr_Format(PyExc_TypeError, "%S() got multiple values for argument '%S'", m->name, key);
                 return NULL;
             }
+            given |= 1u << found;
             slots[found] = args[nargs + k];
         }
-    }
-    for (i = (int)nargs; i < m->n_required; ++i) {
-        if (slots[i] == NULL) {
-            PyErr_Format(PyExc_TypeError, "%S() missing required argument '%S' (pos %d)", m->name,
-                         PyTuple_GET_ITEM(m->names, i), i + 1);
-            return NULL;
+        for (i = (int)nargs; i < m->n_required; ++i) {
+            if (!((given >> i) & 1u)) {
+                PyErr_Format(PyExc_TypeError, "%S() missing required argument '%S' (pos %d)", m->name,
+                             PyTuple_GET_ITEM(m->names, i), i + 1);
+                return NULL;
+            }
         }
+    } else if (nargs < m->n_required) {
+        PyErr_Format(PyExc_TypeError, "%S() missing required argument '%S' (pos %d)", m->name,
+                     PyTuple_GET_ITEM(m->names, nargs), (int)nargs + 1);
+        return NULL;
     }
     /* The fast path straight from here (self is a RobotCore: the method descriptor checked it). */
+    /* rd_core_offset is known: rd_method_new makes no method before it is. */
     const rd_core *core = (const rd_core *)((const char *)self + rd_core_offset);
     int status = RD_FAST_DECLINED;
-    if (rd_core_offset > 0 && index < core->n_slots && core->slots[index] != NULL) {
+    if (index < core->n_slots && core->slots[index] != NULL) {
         PyObject *result = NULL;
         int release = core->release[index];
         status = rd_fast_call(core->slots[index], core->optional[index], slots, core->p, release,
@@ -212,6 +220,10 @@ static PyObject *rd_method_new(int index, const char *name, const char *doc, PyO
         return NULL;
     if (index < 0 || index >= RD_METHOD_SLOTS) {
         PyErr_Format(PyExc_ValueError, "routine table: at most %d routines", RD_METHOD_SLOTS);
+        return NULL;
+    }
+    if (rd_core_offset <= 0) {
+        PyErr_SetString(PyExc_RuntimeError, "routine method: the runtime has not located RobotCore's rd_core yet");
         return NULL;
     }
     if (n_args > RD_METHOD_MAX_ARGS || n_required < 0 || n_required > n_args) {
