@@ -33,7 +33,7 @@ def test_kernels_in_parts_compute_what_whole_kernels_do(tmp_path, monkeypatch, s
     assert "_part5(" in text and "spill[" in text  # many parts, values crossing them
     assert ("malloc(" in text) == (spill == "heap")
     # The angles' sines and cosines are computed by one part and read by the others.
-    assert "rd_sincos_block(trig," in text and "trig_sin = trig;" in text
+    assert ("rd_sincos_block(trig," in text or "rd_sincos_range(trig," in text) and "trig_sin = trig;" in text
 
     rng = np.random.default_rng(0)
     q = random_floating_configuration(whole, rng)

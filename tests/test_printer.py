@@ -44,9 +44,10 @@ def test_a_symbol_without_a_c_name_is_refused():
         RobotCPrinter({X: "x"}).expression(X + Y)
 
 
-def _compiled_trig(tmp_path, flags: tuple[str, ...], block: bool):
-    """The printer's rd_sin and rd_cos (or, with ``block``, rd_sincos_block on blocks of eight angles) compiled
-    alone (the compiler Python builds extensions with), as numpy functions over arrays."""
+def _compiled_trig(tmp_path, flags: tuple[str, ...], mode: str):
+    """The printer's rd_sin and rd_cos (``mode`` "single"), rd_sincos_block on blocks of eight angles ("block") or
+    rd_sincos_range on runs of seven read in place (two overlapping windows of four: "range"), compiled alone (the
+    compiler Python builds extensions with), as numpy functions over arrays."""
     import ctypes
     import shlex
     import subprocess
@@ -57,12 +58,15 @@ def _compiled_trig(tmp_path, flags: tuple[str, ...], block: bool):
     from codegen.emit.printer import TRIG_FUNCTIONS
 
     source = tmp_path / "trig.c"
-    loop = ("{ double out[16]; for (long i = 0; i < n; i += 8) { rd_sincos_block(out, x + i, 8);\n"
-            "  for (int k = 0; k < 8; k++) { s[i + k] = out[k]; c[i + k] = out[8 + k]; } } }\n" if block else
+    group = {"single": 1, "block": 8, "range": 7}[mode]
+    call = "rd_sincos_block(out, x + i, 8)" if mode == "block" else "rd_sincos_range(out, x + i, 7)"
+    loop = (f"{{ double out[16]; for (long i = 0; i < n; i += {group}) {{ {call};\n"
+            f"  for (int k = 0; k < {group}; k++) {{ s[i + k] = out[k]; c[i + k] = out[{group} + k]; }} }} }}\n"
+            if mode != "single" else
             "{ for (long i = 0; i < n; i++) { s[i] = rd_sin(x[i]); c[i] = rd_cos(x[i]); } }\n")
     source.write_text("#include <math.h>\n" + TRIG_FUNCTIONS + "void both(const double *x, double *s, double *c, long n)\n"
                       + loop)
-    library = tmp_path / f"trig{len(flags)}{int(block)}.so"
+    library = tmp_path / f"trig{len(flags)}{mode}.so"
     compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
     result = subprocess.run([*compiler, "-O2", "-fno-math-errno", "-fPIC", "-shared", *flags, str(source), "-o",
                              str(library), "-lm"], capture_output=True, text=True)
@@ -72,16 +76,17 @@ def _compiled_trig(tmp_path, flags: tuple[str, ...], block: bool):
 
     def evaluate(x):
         size = len(x)
-        x = np.concatenate([np.asarray(x, dtype=float), np.zeros(-size % 8)])  # whole blocks
+        x = np.concatenate([np.asarray(x, dtype=float), np.zeros(-size % group)])  # whole blocks
         s, c = np.empty_like(x), np.empty_like(x)
         both(x.ctypes.data_as(pointer), s.ctypes.data_as(pointer), c.ctypes.data_as(pointer), ctypes.c_long(x.size))
         return s[:size], c[:size]
     return evaluate
 
 
-@pytest.mark.parametrize("block", [False, True], ids=["rd_sin-rd_cos", "rd_sincos_block"])
+@pytest.mark.parametrize("mode", ["single", "block", "range"],
+                         ids=["rd_sin-rd_cos", "rd_sincos_block", "rd_sincos_range"])
 @pytest.mark.parametrize("flags", [(), ("-march=x86-64-v3",)], ids=["baseline", "x86-64-v3"])
-def test_inline_sin_cos_within_two_ulps_of_a_120_bit_reference(tmp_path, flags, block):
+def test_inline_sin_cos_within_two_ulps_of_a_120_bit_reference(tmp_path, flags, mode):
     import platform
 
     import mpmath
@@ -89,7 +94,7 @@ def test_inline_sin_cos_within_two_ulps_of_a_120_bit_reference(tmp_path, flags, 
 
     if flags and platform.machine() != "x86_64":
         pytest.skip("x86-64-v3 is an x86-64 target")
-    evaluate = _compiled_trig(tmp_path, flags, block)
+    evaluate = _compiled_trig(tmp_path, flags, mode)
     rng = np.random.default_rng(3)
     small = np.concatenate([rng.uniform(-7, 7, 4000), np.arange(-40, 41) * np.pi / 4, [0.0, -0.0, 1e-300, 5e-324,
                                                                                        1e-8, np.pi / 4]])

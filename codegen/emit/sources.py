@@ -374,7 +374,9 @@ def _body(definition: RoutineDefinition, routines: RoutineSet) -> tuple[list[str
         lines += block.assign(assignments, routine.name)
         if routine.failure:
             lines.append("    return 0;")
-    trig = block.trig.declarations(RobotCPrinter(block.names))
+    trig, renumber = block.trig.declarations(RobotCPrinter(block.names))
+    if renumber is not None:  # the angles are read in place: slot k is now the k-th of their range
+        lines = [_TRIG_SLOT.sub(lambda m: f"trig_{m.group(1)}[{renumber[int(m.group(2))]}]", line) for line in lines]
     used = "\n".join(trig + lines)
     # An optional argument the outputs read is read through an alias that is zeros when it is NULL.
     aliases = [f"    const double *restrict {a.name}_or_zero = {a.name} ? {a.name} : zero_{a.name};"
@@ -454,7 +456,8 @@ _PART_OPERATIONS = 1000
 #: heap (a 50-joint chain's derivatives cross 10^5 values; kept whole, GCC took 7.5 minutes and 9 GB on it).
 _STACK_SPILLED = 16384
 _DECLARATION = re.compile(r"^\s*const double (\w+) = ")
-_TRIG_BLOCK = re.compile(r"rd_sincos_block\(trig_values,(?=.*, (\d+)\);$)")
+_TRIG_BLOCK = re.compile(r"(rd_sincos_(?:block|range))\(trig_values,(?=.*, (\d+)\);$)")
+_TRIG_SLOT = re.compile(r"\btrig_(sin|cos)\[(\d+)\]")
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
 _POINTER = re.compile(r"^\s*(?:const )?double \*(?:restrict )?(\w+) = ")
 
@@ -541,7 +544,7 @@ def _kernel_definition(prefix: str, definition: RoutineDefinition, body: list[st
         # The angles' sines and cosines: computed by the first part that reads them into the kernel's array
         # ``trig``, read from there by the others (rather than recomputed in every part).
         trig = next((line for line in header if _TRIG_BLOCK.search(line)), None)
-        width = int(_TRIG_BLOCK.search(trig).group(1)) if trig else 0
+        width = int(_TRIG_BLOCK.search(trig).group(2)) if trig else 0
         signature = (f"static int {name}%d(const double *const *inputs, const double *restrict p, "
                      "double *const *outputs, double *restrict spill" + (", double *restrict trig)" if trig else ")"))
         lines = [*_CLONE_MACRO] if clones else []
@@ -554,7 +557,7 @@ def _kernel_definition(prefix: str, definition: RoutineDefinition, body: list[st
                     declarations = _declarations_used(declarations[:at] + declarations[at + 1:], part)
                     declarations.insert(0, "    const double *restrict trig_sin = trig;")
                 else:
-                    declarations[at] = _TRIG_BLOCK.sub(r"rd_sincos_block(trig,", trig)
+                    declarations[at] = _TRIG_BLOCK.sub(r"\1(trig,", trig)
                     computed = True
             lines += [("RD_CLONES " if clones else "") + signature % index, "{", *declarations, "    (void)spill;",
                       *(["    (void)trig;"] if trig else []), *part,
@@ -942,7 +945,7 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, str], None] | None = N
             "#include <stdlib.h>",
             f'#include "{prefix}_dynamics.h"',
             "",
-            *([TRIG_FUNCTIONS] if any(call in line for line in body for call in ("rd_sin(", "rd_cos(", "rd_sincos_block("))
+            *([TRIG_FUNCTIONS] if any(call in line for line in body for call in ("rd_sin(", "rd_cos(", "rd_sincos_block(", "rd_sincos_range("))
               else []),
             *zeros,
             *([""] if zeros else []),
