@@ -146,6 +146,58 @@ def test_out_buffers(rr):
 
 
 
+@pytest.mark.parametrize("name", ["rr", "puma560"])  # 2 joints: the scalar finiteness sum; 6: the paired one
+def test_out_overlapping_an_input_is_refused_however_the_arrays_are_made(load, name):
+    """The fast path's overlap test takes two routes (robodyn_call.h): arrays that all own their data are compared
+    as objects, anything else by address range. Both must refuse exactly the overlapping cases, and every
+    refused call must leave the general path's error (ValueError), not a wrong result."""
+    robot = load(name)
+    n = robot.n
+    rng = np.random.default_rng(7)
+    q, qd, qdd = (rng.uniform(-1.0, 1.0, n) for _ in range(3))
+    expected = robot.inverse_dynamics(q, qd, qdd)
+    buffer = np.zeros(4 * n)
+    cases = {  # name: (q, qd, qdd, out, overlapping)
+        "owning, distinct": (q, qd, qdd, np.empty(n), False),
+        "out is an input": (q, qd, qdd.copy(), None, True),
+        "views, adjacent": (buffer[:n], qd, qdd, buffer[n:2 * n], False),
+        "views, one value shared": (buffer[:n], qd, qdd, buffer[n - 1:2 * n - 1], True),
+        "views, out before the input": (q, buffer[n:2 * n], qdd, buffer[1:n + 1], True),
+        "owning out, an input its view": (None, qd, qdd, np.empty(n), True),
+    }
+    for label, (a, b, c, out, overlapping) in cases.items():
+        if label == "out is an input":
+            out = c
+        if a is None:
+            a = out[:]
+        buffer[:] = 0.0
+        a[:], b[:], c[:] = q, qd, qdd  # the values the expected torques were computed from
+        if overlapping:
+            with pytest.raises(ValueError, match="overlap|share|alias"):
+                robot.inverse_dynamics(a, b, c, None, out)
+        else:
+            assert robot.inverse_dynamics(a, b, c, None, out) is out, label
+            np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13, err_msg=label)
+    # The wrench h not given (NULL in the kernel) overlaps nothing.
+    out = np.empty(n)
+    assert robot.inverse_dynamics(q, qd, qdd, out=out) is out
+
+
+@pytest.mark.parametrize("name", ["rr", "puma560"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_non_finite_value_anywhere_is_refused(load, name, bad):
+    """Every value of every argument goes through the finiteness check (the paired sum reads 4 to 8 values as two
+    overlapping windows of four: each position must be covered)."""
+    robot = load(name)
+    n = robot.n
+    for argument in range(3):
+        for position in range(n):
+            values = [np.full(n, 0.25) for _ in range(3)]
+            values[argument][position] = bad
+            with pytest.raises(ValueError, match="finite|NaN|nan|inf"):
+                robot.inverse_dynamics(*values, None, np.empty(n))
+
+
 def test_a_float64_dtype_other_than_numpys_own_is_accepted(rr):
     """The fast path compares an array's dtype with NumPy's float64 descriptor first (robodyn_call.h,
     rd_array_data); a native float64 dtype that is another object (here one with metadata) must still be

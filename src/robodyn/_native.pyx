@@ -155,6 +155,7 @@ cdef extern from "robodyn_method.h":
     ctypedef object (*rd_dispatch_fn)(object robot, int index, PyObject** args, int fast_status)
     Py_ssize_t rd_core_offset
     PyObject* rd_float64_descr
+    PyTypeObject* rd_ndarray_type
     enum:
         RD_METHOD_SLOTS
     object rd_method_new(int index, const char* name, const char* doc, tuple names, int n_required,
@@ -964,9 +965,10 @@ cdef class RobotCore:
 # The routine methods reach a robot's rd_core directly (robodyn_method.h): tell them where it is.
 cdef _locate_core():
     cdef RobotCore probe = RobotCore.__new__(RobotCore)
-    global rd_core_offset, rd_float64_descr
+    global rd_core_offset, rd_float64_descr, rd_ndarray_type
     rd_core_offset = <Py_ssize_t>(<char*>&probe._core - <char*><PyObject*>probe)
     rd_float64_descr = <PyObject*>_FLOAT64  # the module keeps it alive
+    rd_ndarray_type = &PyArray_Type
 
 
 _locate_core()

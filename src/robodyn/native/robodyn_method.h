@@ -48,14 +48,21 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
 {
     const rd_method_info *m = &rd_methods[index];
     const int n_args = m->n_args;
-    /* Parameters not given are None from here on (the fast path then tests one value, not two). */
-    PyObject *slots[RD_METHOD_MAX_ARGS] = {Py_None, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None};
+    PyObject *slots[RD_METHOD_MAX_ARGS];
+    PyObject **values = slots; /* the parameters in order, None where not given */
     int i;
+    if (nargs == n_args && kwnames == NULL) { /* all given by position (out too): read in place, not copied */
+        values = (PyObject **)args;
+        goto parsed;
+    }
     if (nargs > n_args) {
         PyErr_Format(PyExc_TypeError, "%S() takes at most %d positional arguments (%zd given)", m->name, n_args,
                      nargs);
         return NULL;
     }
+    /* Parameters not given are None from here on (the fast path then tests one value, not two). */
+    for (i = 0; i < RD_METHOD_MAX_ARGS; ++i)
+        slots[i] = Py_None;
     /* Spelled out: as a loop, the compiler calls memcpy, several times the work. */
     switch (nargs) {
     case 8: slots[7] = args[7]; /* fall through */
@@ -111,6 +118,7 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
                      PyTuple_GET_ITEM(m->names, nargs), (int)nargs + 1);
         return NULL;
     }
+parsed:
     /* The fast path straight from here (self is a RobotCore: the method descriptor checked it). */
     /* rd_core_offset is known: rd_method_new makes no method before it is. */
     const rd_core *core = (const rd_core *)((const char *)self + rd_core_offset);
@@ -118,12 +126,12 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
     if (index < core->n_slots && core->slots[index] != NULL) {
         PyObject *result = NULL;
         int release = core->release[index];
-        status = rd_fast_call(core->slots[index], core->optional[index], slots, core->p, release,
+        status = rd_fast_call(core->slots[index], core->optional[index], values, core->p, release,
                               core->spare + (Py_ssize_t)index * RD_SPARES, &result);
         if (status == RD_FAST_DONE)
             return result;
     }
-    return rd_method_dispatch(self, index, slots, status); /* failed, declined or unavailable: it says why */
+    return rd_method_dispatch(self, index, values, status); /* failed, declined or unavailable: it says why */
 }
 
 #define RD_TRAMPOLINE(i)                                                                                   \
