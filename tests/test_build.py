@@ -126,6 +126,38 @@ def _sources(robot: str, method: str) -> dict:
     return emit(define_routines(codegen.derive(ROBOTS / f"{robot}.yaml", options), options)).files
 
 
+def test_each_file_is_compiled_in_the_tier_its_routine_asks_for(monkeypatch):
+    """The control loops' routines compile for speed, those of PRESSURE_ROUTINES (up to PRESSURE_OPERATIONS) with
+    the pressure-aware scheduling flags too, the others by size (codegen.emit.sources): the tier each file is
+    handed over with, and the flags each tier means."""
+    import codegen
+    from codegen.emit.sources import (PRESSURE_OPERATIONS, PRESSURE_ROUTINES, QUICK_BUILD_OPERATIONS, SPEED_ROUTINES,
+                                      emit)
+    from codegen.extension.compile import PRESSURE_FLAGS, ROBOT_FLAGS, tier_flags
+    from codegen.model.routines import define_routines
+
+    options = BuildOptions()
+    routines = define_routines(codegen.derive(ROBOTS / "rrr.yaml", options), options)
+    tiers: dict[str, str] = {}
+    sources = emit(routines, lambda name, text, tier: tiers.__setitem__(name, tier))
+    for routine in PRESSURE_ROUTINES:  # all small enough
+        assert sources.operation_counts[routine] <= PRESSURE_OPERATIONS
+        assert tiers[f"rrr_{routine}.c"] == "pressure"
+    for routine in set(SPEED_ROUTINES) - set(PRESSURE_ROUTINES):
+        assert tiers[f"rrr_{routine}.c"] == "speed"
+    for routine, operations in sources.operation_counts.items():
+        if routine not in SPEED_ROUTINES and operations > QUICK_BUILD_OPERATIONS:
+            assert tiers[f"rrr_{routine}.c"] in ("quick", "large"), routine
+    # The manifest's record is the same, for the files not compiled at plain speed.
+    assert sources.build_tiers == {name: tier for name, tier in tiers.items() if tier != "speed"}
+    assert tier_flags("pressure") == PRESSURE_FLAGS
+    assert set(ROBOT_FLAGS) < set(PRESSURE_FLAGS) and "-fsched-pressure" in PRESSURE_FLAGS
+    # Above PRESSURE_OPERATIONS the same routines compile at plain speed.
+    monkeypatch.setattr("codegen.emit.sources.PRESSURE_OPERATIONS", 10)
+    tiers.clear()
+    emit(routines, lambda name, text, tier: tiers.__setitem__(name, tier))
+    assert all(tiers[f"rrr_{routine}.c"] == "speed" for routine in PRESSURE_ROUTINES)
+
 @pytest.mark.slow
 def test_generated_sources_are_deterministic_and_self_describing():
     """Same input, byte-identical files, whatever the hash seed of the interpreter."""

@@ -49,7 +49,7 @@ class GeneratedSources:
     metadata: dict
     operation_counts: dict = field(default_factory=dict)  # by routine
     timings: dict = field(default_factory=dict)
-    build_tiers: dict = field(default_factory=dict)  # C file -> "quick" or "large" (see QUICK_BUILD_OPERATIONS);
+    build_tiers: dict = field(default_factory=dict)  # C file -> "pressure", "quick" or "large" (QUICK_BUILD_OPERATIONS);
     # the others compile for speed
 
 
@@ -423,6 +423,16 @@ _CLONE_BUDGET = 60000
 #: too, about a tenth of GCC's time on such files, as before these tiers (TIAGo: 4.5 s for its largest file).
 SPEED_ROUTINES = ("mass_matrix", "coriolis_matrix", "gravity", "nonlinear_effects", "inverse_dynamics",
                   "forward_dynamics")
+#: Control-loop routines compiled with GCC's scheduling before register allocation, aware of register pressure
+#: (tier "pressure", codegen.extension.compile.PRESSURE_FLAGS): their values outlive x86-64's 16 vector registers
+#: (the Panda's C: about 460 spill moves in 2,400 instructions), and ordering the statements for fewer live values
+#: saves more time than the few more instructions it takes. Measured in C, ns a call, medians of interleaved runs:
+#: the Panda's C 247 -> 226 (+6 % instructions), nonlinear effects 133 -> 117, M 79 -> 77; the UR5's C, M and
+#: nonlinear effects faster or equal too. Not g, inverse or forward dynamics: 2-3 % slower on the Panda. Only up to
+#: PRESSURE_OPERATIONS: TIAGo's (48 joints) C, M and nonlinear effects, 8,000 to 55,000 operations, were no faster
+#: and took GCC 2.4 s longer.
+PRESSURE_ROUTINES = ("mass_matrix", "coriolis_matrix", "nonlinear_effects")
+PRESSURE_OPERATIONS = 5000
 #: Identification's routines, evaluated over recorded data sets rather than in control loops: one build only. The
 #: Panda's regressor kernel takes 4,808 instructions instead of 3,008 (about 0.1 us more per sample), and the
 #: build saves 0.36 s of its 5.2 s of GCC time.
@@ -884,8 +894,9 @@ def _table_source(routines: RoutineSet, prefix: str, metadata: dict, counts: dic
 def emit(routines: RoutineSet, ready: Callable[[str, str, str], None] | None = None) -> GeneratedSources:
     """Stage 4: RoutineSet -> GeneratedSources.
 
-    ``ready(name, text, tier)``, if given, receives each file as soon as it is final (``tier``: "speed", or
-    "quick" and "large" to compile it for build time, see QUICK_BUILD_OPERATIONS), so that the compile stage can
+    ``ready(name, text, tier)``, if given, receives each file as soon as it is final (``tier``: "speed",
+    "pressure" (PRESSURE_ROUTINES), or "quick" and "large" to compile it for build time, see
+    QUICK_BUILD_OPERATIONS), so that the compile stage can
     compile a routine while the next one is emitted: first the headers every translation unit includes, then
     one routine's file at a time, the table last (it holds every routine's operation count)."""
     from robodyn._native import ABI_HASH as abi_hash
@@ -962,7 +973,8 @@ def emit(routines: RoutineSet, ready: Callable[[str, str, str], None] | None = N
             "}",
             "",
         ])
-        tier = ("speed" if speed or operations <= QUICK_BUILD_OPERATIONS else
+        tier = ("pressure" if routine.name in PRESSURE_ROUTINES and operations <= PRESSURE_OPERATIONS else
+                "speed" if speed or operations <= QUICK_BUILD_OPERATIONS else
                 "large" if operations > LARGE_BUILD_OPERATIONS else "quick")
         if tier != "speed":
             build_tiers[name] = tier
