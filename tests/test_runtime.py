@@ -146,6 +146,42 @@ def test_out_buffers(rr):
 
 
 
+def test_keyword_arguments_in_every_arrangement(load):
+    """The methods take their parameters by position, by keyword, or both (robodyn_method.h reads trailing keywords
+    in parameter order in place, and sorts any other arrangement into slots): every arrangement gives the same
+    result, and the ones Python would refuse are refused with Python's messages."""
+    robot = load("puma560")
+    n = robot.n
+    rng = np.random.default_rng(11)
+    q, qd, qdd, h = rng.uniform(-1.0, 1.0, n), rng.uniform(-1.0, 1.0, n), rng.uniform(-1.0, 1.0, n), rng.uniform(
+        -1.0, 1.0, 6)
+    expected = robot.inverse_dynamics(q, qd, qdd, h)
+    out_name = "".join(["o", "ut"])  # a keyword that is equal to, but not the same object as, the interned name
+    arrangements = [
+        ((q, qd, qdd, h), {"out": None}),
+        ((q, qd, qdd), {"h": h, "out": None}),
+        ((q, qd, qdd), {"out": None, "h": h}),  # keywords out of parameter order
+        ((), {"q": q, "qd": qd, "qdd": qdd, "h": h, "out": None}),
+        ((), {"out": None, "h": h, "qdd": qdd, "qd": qd, "q": q}),
+        ((q, qd, qdd, h), {out_name: None}),
+    ]
+    for args, kwargs in arrangements:
+        out = np.empty(n)
+        kwargs = {key: (out if value is None else value) for key, value in kwargs.items()}
+        assert robot.inverse_dynamics(*args, **kwargs) is out, kwargs.keys()
+        np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+    out = np.empty((n, n))
+    assert robot.M(q, out=out) is out and robot.M(q=q, out=out) is out and robot.M(out=out, q=q) is out
+    np.testing.assert_allclose(out, robot.M(q), rtol=0, atol=0)
+    with pytest.raises(TypeError, match="multiple values for argument 'q'"):
+        robot.M(q, q=q)
+    with pytest.raises(TypeError, match="multiple values for argument 'out'"):
+        robot.M(q, out, out=out)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'outt'"):
+        robot.M(q, outt=out)
+    with pytest.raises(TypeError, match="missing required argument 'qd'"):
+        robot.inverse_dynamics(q, qdd=qdd, out=np.empty(n))
+
 @pytest.mark.parametrize("name", ["rr", "puma560"])  # 2 joints: the scalar finiteness sum; 6: the paired one
 def test_out_overlapping_an_input_is_refused_however_the_arrays_are_made(load, name):
     """The fast path's overlap test takes two routes (robodyn_call.h): arrays that all own their data are compared

@@ -55,6 +55,18 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
         values = (PyObject **)args;
         goto parsed;
     }
+    if (kwnames != NULL && nargs + PyTuple_GET_SIZE(kwnames) == n_args) {
+        /* Every parameter given, the last ones by keyword in their own order (`robot.M(q, out=o)`): the call's
+           values already lie in parameter order, keywords after the positional ones. */
+        const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+        Py_ssize_t k = 0;
+        while (k < nkw && PyTuple_GET_ITEM(kwnames, k) == PyTuple_GET_ITEM(m->names, nargs + k))
+            ++k;
+        if (k == nkw) {
+            values = (PyObject **)args;
+            goto parsed;
+        }
+    }
     if (nargs > n_args) {
         PyErr_Format(PyExc_TypeError, "%S() takes at most %d positional arguments (%zd given)", m->name, n_args,
                      nargs);
