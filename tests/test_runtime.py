@@ -170,6 +170,19 @@ def test_keyword_arguments_in_every_arrangement(load):
         kwargs = {key: (out if value is None else value) for key, value in kwargs.items()}
         assert robot.inverse_dynamics(*args, **kwargs) is out, kwargs.keys()
         np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+    for _ in range(2):  # literal call sites (one constant names tuple each), each twice: in-order ones are remembered
+        for _ in range(2):
+            out = np.empty(n)
+            assert robot.inverse_dynamics(q, qd, qdd, h=h, out=out) is out
+            np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+        for _ in range(2):
+            out = np.full(n, 0.5)
+            assert robot.inverse_dynamics(q, qd, qdd, out=out, h=h) is out
+            np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+        for _ in range(2):
+            out = np.empty(n)
+            assert robot.inverse_dynamics(q, qd, qdd=qdd, h=h, out=out) is out
+            np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
     out = np.empty((n, n))
     assert robot.M(q, out=out) is out and robot.M(q=q, out=out) is out and robot.M(out=out, q=q) is out
     np.testing.assert_allclose(out, robot.M(q), rtol=0, atol=0)

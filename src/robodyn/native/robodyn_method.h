@@ -34,6 +34,8 @@ typedef struct {
     int n_required;         /* the first n_required are required */
     PyObject *names;        /* tuple of n_args interned str */
     PyObject *name;         /* the method's name (str) */
+    PyObject *in_order;     /* the last keyword names tuple seen to name the trailing parameters in order (a new
+                               reference; a call site's names are one constant tuple, so one comparison finds it) */
 } rd_method_info;
 
 static rd_method_info rd_methods[RD_METHOD_SLOTS];
@@ -46,7 +48,7 @@ static Py_ssize_t rd_core_offset = -1;
 static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                 PyObject *kwnames)
 {
-    const rd_method_info *m = &rd_methods[index];
+    rd_method_info *m = &rd_methods[index];
     const int n_args = m->n_args;
     PyObject *slots[RD_METHOD_MAX_ARGS];
     PyObject **values = slots; /* the parameters in order, None where not given */
@@ -58,11 +60,19 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
     if (kwnames != NULL && nargs + PyTuple_GET_SIZE(kwnames) == n_args) {
         /* Every parameter given, the last ones by keyword in their own order (`robot.M(q, out=o)`): the call's
            values already lie in parameter order, keywords after the positional ones. */
+        if (kwnames == m->in_order) {
+            values = (PyObject **)args;
+            goto parsed;
+        }
         const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
         Py_ssize_t k = 0;
         while (k < nkw && PyTuple_GET_ITEM(kwnames, k) == PyTuple_GET_ITEM(m->names, nargs + k))
             ++k;
         if (k == nkw) {
+#if !defined(Py_GIL_DISABLED) /* the cache is written under the GIL */
+            Py_INCREF(kwnames);
+            Py_XSETREF(m->in_order, kwnames);
+#endif
             values = (PyObject **)args;
             goto parsed;
         }
@@ -272,6 +282,7 @@ static PyObject *rd_method_new(int index, const char *name, const char *doc, PyO
     rd_method_info *info = &rd_methods[index];
     Py_XSETREF(info->names, interned);
     Py_XSETREF(info->name, method_name);
+    Py_CLEAR(info->in_order); /* names of the former method at this index */
     info->n_args = (int)n_args;
     info->n_required = n_required;
     rd_method_dispatch = dispatch;
