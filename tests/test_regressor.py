@@ -461,3 +461,37 @@ def test_slotine_li_form_has_the_skew_property(get, name):
         scale = np.abs(M_dot).max() + 1e-300
         assert np.abs(M_dot - C - C.T).max() <= 1e-7 * scale
         assert abs(s @ (M_dot - 2 * C) @ s) <= 1e-7 * scale * (s @ s)
+
+
+def test_the_regressor_derived_in_a_forked_process_is_the_one_derived_here(monkeypatch):
+    """Large robots derive the identification pass in a forked child beside the model (codegen.model,
+    PARALLEL_REGRESSOR_BODIES): what comes back is what this process would have derived, symbol for symbol and
+    bit for bit in K. Forced here on the Puma 560 (the threshold lowered; the test workers' own threads, which the
+    guard would see, do not touch what the child runs); and a child whose result is not wanted is stopped."""
+    import threading
+
+    from codegen.description import parse_path
+    from codegen.model import _RegressorBeside
+    from codegen.model.regressor import derive_regressor
+
+    description = parse_path(Path(__file__).resolve().parent.parent / "robots" / "puma560.yaml")
+    monkeypatch.setattr("codegen.model.PARALLEL_REGRESSOR_BODIES", 1)
+    monkeypatch.setattr(threading, "enumerate", lambda: [threading.current_thread()])
+    beside = _RegressorBeside.start(description, None)
+    if beside is None:
+        pytest.skip("no fork or a single core here")
+    try:
+        forked = beside.result()
+    finally:
+        beside.close()
+    local = derive_regressor(description)
+    assert forked.names == local.names and forked.layout == local.layout
+    assert forked.definitions == local.definitions
+    assert forked.Y == local.Y and forked.slotine_li == local.slotine_li and forked.values == local.values
+    assert forked.base.names == local.base.names and forked.base.independent == local.base.independent
+    assert forked.base.matrix == local.base.matrix
+    # A model that fails (or is interrupted) stops the child rather than waiting for it.
+    beside = _RegressorBeside.start(description, None)
+    process = next(iter(beside.executor._processes.values()))
+    beside.close()
+    assert not process.is_alive()

@@ -55,7 +55,7 @@ def derive_model(description, options: BuildOptions | None = None, progress=None
     from .closed_chain import derive_closed_chain
     from .lagrange import derive_lagrange
     from .recursive import derive_recursive
-    from .regressor import derive_regressor
+    from .regressor import derive_regressor, regressor_messages
 
     options = options or BuildOptions()
     if description.closure is not None:
@@ -69,14 +69,101 @@ def derive_model(description, options: BuildOptions | None = None, progress=None
             raise BuildError("a floating base takes the recursive route (--method recursive or auto): its "
                              "orientation is a quaternion, which the Euler-Lagrange closed forms do not handle")
         method = "recursive"
-    if method == "lagrange":
-        model = derive_lagrange(description, simplify=options.simplify, progress=progress)
-    else:
-        model = derive_recursive(description, progress=progress, articulated=options.forward == "aba")
-    if not regressor:
-        return model
-    # The regressor comes from its own Newton-Euler pass whatever the route: one formulation to verify.
-    regressor = derive_regressor(description, progress=progress)
+    # The regressor comes from its own Newton-Euler pass whatever the route: one formulation to verify. So it
+    # does not wait for the model, and for a large robot it is derived beside it, in a forked process.
+    beside = _RegressorBeside.start(description, progress) if regressor else None
+    try:
+        if method == "lagrange":
+            model = derive_lagrange(description, simplify=options.simplify, progress=progress)
+        else:
+            model = derive_recursive(description, progress=progress, articulated=options.forward == "aba")
+        if not regressor:
+            return model
+        if beside is None:
+            regressor = derive_regressor(description, progress=progress)
+        else:
+            regressor = beside.result()
+            if progress is not None:
+                for message in regressor_messages(regressor, "derived beside the model"):
+                    progress(message)
+    finally:
+        if beside is not None:
+            beside.close()
     timings = dict(model.timings, regressor_s=regressor.seconds - regressor.base.seconds,
                    base_parameters_s=regressor.base.seconds)
     return dataclasses.replace(model, regressor=regressor, timings=timings)
+
+
+#: From this many bodies the identification pass (its Newton-Euler pass and the base parameters' numerical rank
+#: decisions) runs in a forked process while this one derives the model, on the core that would otherwise idle
+#: until emission: TIAGo's (48 joints) derivation took 21-25 s in one process, the identification pass 13 s of it.
+#: Smaller robots derive in one process: the Panda's pass takes 0.4 s, and fork and pickle gained nothing there.
+PARALLEL_REGRESSOR_BODIES = 16
+
+
+class _RegressorBeside:
+    """derive_regressor(description) in a forked child (concurrent.futures, one worker), its result pickled
+    back; the child reports no progress (the caller reports its result). Only with fork (a spawned child would
+    import the caller's main module again), more than one usable core, and no other thread in this process but
+    timers (forking copies the locks other threads may hold; a timer, such as the delayed progress's
+    (codegen.pipeline), holds none that the child takes)."""
+
+    _job: tuple = ()
+
+    def __init__(self, executor, future, job: tuple):
+        self.executor, self.future, self.job = executor, future, job
+
+    @classmethod
+    def start(cls, description, progress) -> "_RegressorBeside | None":
+        import multiprocessing
+        import os
+        import threading
+        from concurrent.futures import ProcessPoolExecutor
+
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        current = threading.current_thread()
+        alone = all(thread is current or isinstance(thread, threading.Timer) for thread in threading.enumerate())
+        if (len(description.tree) < PARALLEL_REGRESSOR_BODIES or cores < 2 or not alone
+                or "fork" not in multiprocessing.get_all_start_methods()):
+            return None
+        # The child inherits the job rather than receiving it pickled (the worker forks at submit).
+        cls._job = (description,)
+        executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+        try:
+            future = executor.submit(_derive_inherited_regressor)
+        except BaseException:
+            executor.shutdown(wait=False, cancel_futures=True)
+            raise
+        finally:
+            cls._job = ()
+        return cls(executor, future, (description, progress))
+
+    def result(self):
+        """The child's regressor; derived here instead if the child died (killed, out of memory) without one."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        from .regressor import derive_regressor
+
+        try:
+            return self.future.result()
+        except BrokenProcessPool:
+            description, progress = self.job
+            return derive_regressor(description, progress=progress)
+
+    def close(self) -> None:
+        """Wait for the child; stop it first if its result is not wanted (the model failed or was interrupted)."""
+        if not self.future.done():
+            terminate = getattr(self.executor, "terminate_workers", None)  # Python 3.14
+            if terminate is not None:
+                terminate()
+            else:
+                for process in list((getattr(self.executor, "_processes", None) or {}).values()):
+                    process.terminate()
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _derive_inherited_regressor():
+    from .regressor import derive_regressor
+
+    (description,) = _RegressorBeside._job
+    return derive_regressor(description)

@@ -353,6 +353,15 @@ def derive_regressor(description: RobotDescription, simplify: bool = True,
                      sp.ImmutableMatrix(Y_sl), qdr, qddr, definitions, base, time.perf_counter() - start)
 
 
+def regressor_messages(regressor: Regressor, how: str) -> list[str]:
+    """derive_regressor's progress lines, told after the fact (``how``: where it was derived)."""
+    base = regressor.base
+    return [f"  regressor: {len(regressor.names)} dynamic parameters, {len(regressor.definitions)} intermediate "
+            f"values ({regressor.seconds - base.seconds:.2f} s, {how})",
+            f"  base parameters: {len(base.names)} of {len(regressor.names)} ({base_summary(base, regressor.layout)}; "
+            f"{base.seconds:.2f} s)"]
+
+
 def base_summary(base: BaseParameters, layout) -> str:
     """'6 inertial, 4 friction; MY1, MY2 fixed at zero by the description'"""
     kind_of = {}
