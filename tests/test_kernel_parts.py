@@ -52,3 +52,26 @@ def test_kernels_in_parts_compute_what_whole_kernels_do(tmp_path, monkeypatch, s
     bad[3:7] *= 1.1
     with pytest.raises(ValueError, match="unit norm"):
         split.inverse_dynamics(bad, v, a)
+
+
+def test_parts_share_the_sines_and_cosines_read_in_place(tmp_path, monkeypatch):
+    """A serial arm's angles are read in place (``rd_sincos_range``: q[0] to q[n-1], the slots renumbered to their
+    place in q): split into parts, one part computes them and the others read that array, slot for slot. The
+    Puma 560 (6 joints) split small against its whole build."""
+    path = ROOT / "robots" / "puma560.yaml"
+    whole = robodyn.load(path, cache_dir=tmp_path / "whole", verbose=False, selfcheck=False)
+    monkeypatch.setattr(sources, "_SPLIT_OPERATIONS", 80)
+    monkeypatch.setattr(sources, "_PART_OPERATIONS", 40)
+    split = robodyn.load(path, cache_dir=tmp_path / "split", verbose=False)
+    assert split.selfcheck["status"] == "passed"
+    text = "\n".join(f.read_text() for f in (tmp_path / "split").glob("puma560-*/*.c"))
+    assert "_part5(" in text and "rd_sincos_range(trig," in text and "trig_sin = trig;" in text
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        q, v, a = rng.uniform(-3.0, 3.0, (3, whole.n))
+        for method, arguments in [("M", (q,)), ("C", (q, v)), ("g", (q,)), ("inverse_dynamics", (q, v, a)),
+                                  ("forward_dynamics", (q, v, a)), ("regressor", (q, v, a)),
+                                  ("nonlinear_effects", (q, v))]:
+            expected, got = getattr(whole, method)(*arguments), getattr(split, method)(*arguments)
+            np.testing.assert_allclose(got, expected, rtol=0, atol=1e-13 * max(1.0, np.abs(expected).max()),
+                                       err_msg=method)

@@ -468,6 +468,8 @@ def test_the_regressor_derived_in_a_forked_process_is_the_one_derived_here(monke
     PARALLEL_REGRESSOR_BODIES): what comes back is what this process would have derived, symbol for symbol and
     bit for bit in K. Forced here on the Puma 560 (the threshold lowered; the test workers' own threads, which the
     guard would see, do not touch what the child runs); and a child whose result is not wanted is stopped."""
+    import os
+    import signal
     import threading
 
     from codegen.description import parse_path
@@ -481,7 +483,7 @@ def test_the_regressor_derived_in_a_forked_process_is_the_one_derived_here(monke
     if beside is None:
         pytest.skip("no fork or a single core here")
     try:
-        forked = beside.result()
+        forked = beside.future.result()  # the child's own (result() would derive it here if the child failed)
     finally:
         beside.close()
     local = derive_regressor(description)
@@ -492,6 +494,9 @@ def test_the_regressor_derived_in_a_forked_process_is_the_one_derived_here(monke
     assert forked.base.matrix == local.base.matrix
     # A model that fails (or is interrupted) stops the child rather than waiting for it.
     beside = _RegressorBeside.start(description, None)
-    process = next(iter(beside.executor._processes.values()))
+    (process,) = beside.processes
     beside.close()
-    assert not process.is_alive()
+    assert process.exitcode == -signal.SIGTERM
+    # A child that gives no result (here: none can be forked) leaves the pass to this process.
+    monkeypatch.setattr(os, "fork", lambda: (_ for _ in ()).throw(OSError(12, "Cannot allocate memory")))
+    assert _RegressorBeside.start(description, None) is None

@@ -103,15 +103,18 @@ PARALLEL_REGRESSOR_BODIES = 16
 
 class _RegressorBeside:
     """derive_regressor(description) in a forked child (concurrent.futures, one worker), its result pickled
-    back; the child reports no progress (the caller reports its result). Only with fork (a spawned child would
-    import the caller's main module again), more than one usable core, and no other thread in this process but
-    timers (forking copies the locks other threads may hold; a timer, such as the delayed progress's
-    (codegen.pipeline), holds none that the child takes)."""
+    back; the child reports no progress (the caller reports its result) and ignores Ctrl-C (the caller stops it).
+    Only with fork (a spawned child would import the caller's main module again), more than one usable core, and
+    no other thread in this process but timers (forking copies the locks other threads may hold; a timer, such as
+    the delayed progress's (codegen.pipeline), holds none that the child takes). Whatever goes wrong with the
+    child (no fork, a child killed or out of memory, a result that cannot come back) the pass is derived here."""
 
     _job: tuple = ()
 
     def __init__(self, executor, future, job: tuple):
         self.executor, self.future, self.job = executor, future, job
+        # The worker, forked at submit: stopped by close() when its result is not wanted.
+        self.processes = list((getattr(executor, "_processes", None) or {}).values())
 
     @classmethod
     def start(cls, description, progress) -> "_RegressorBeside | None":
@@ -128,9 +131,13 @@ class _RegressorBeside:
             return None
         # The child inherits the job rather than receiving it pickled (the worker forks at submit).
         cls._job = (description,)
-        executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+        executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
+                                       initializer=_ignore_interrupts)
         try:
             future = executor.submit(_derive_inherited_regressor)
+        except OSError:  # no fork (out of memory, a process limit): the pass is derived here
+            executor.shutdown(wait=False, cancel_futures=True)
+            return None
         except BaseException:
             executor.shutdown(wait=False, cancel_futures=True)
             raise
@@ -139,27 +146,32 @@ class _RegressorBeside:
         return cls(executor, future, (description, progress))
 
     def result(self):
-        """The child's regressor; derived here instead if the child died (killed, out of memory) without one."""
-        from concurrent.futures.process import BrokenProcessPool
-
+        """The child's regressor; derived here if the child gave none (died, ran out of memory, or its result
+        could not be pickled back; an error of the derivation itself is then raised here again)."""
         from .regressor import derive_regressor
 
         try:
             return self.future.result()
-        except BrokenProcessPool:
+        except Exception:
             description, progress = self.job
             return derive_regressor(description, progress=progress)
 
     def close(self) -> None:
         """Wait for the child; stop it first if its result is not wanted (the model failed or was interrupted)."""
         if not self.future.done():
-            terminate = getattr(self.executor, "terminate_workers", None)  # Python 3.14
-            if terminate is not None:
-                terminate()
-            else:
-                for process in list((getattr(self.executor, "_processes", None) or {}).values()):
-                    process.terminate()
+            for process in self.processes:
+                process.terminate()
+            for process in self.processes:
+                process.join()
         self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _ignore_interrupts() -> None:
+    """The child's initializer: Ctrl-C reaches the whole process group, and the parent, which handles it, stops the
+    child (an idle child would otherwise print a traceback of its own)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _derive_inherited_regressor():
