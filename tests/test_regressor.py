@@ -497,6 +497,16 @@ def test_the_regressor_derived_in_a_forked_process_is_the_one_derived_here(monke
     (process,) = beside.processes
     beside.close()
     assert process.exitcode == -signal.SIGTERM
+    # A child that does not answer in time is stopped, and the pass derived here.
+    monkeypatch.setattr("codegen.model.CHILD_PATIENCE", (0.0, 0.0))
+    beside = _RegressorBeside.start(description, None)
+    (process,) = beside.processes
+    try:
+        late = beside.result()
+    finally:
+        beside.close()
+    assert process.exitcode == -signal.SIGTERM
+    assert late.Y == local.Y and late.base.matrix == local.base.matrix
     # A child that gives no result (here: none can be forked) leaves the pass to this process.
     monkeypatch.setattr(os, "fork", lambda: (_ for _ in ()).throw(OSError(12, "Cannot allocate memory")))
     assert _RegressorBeside.start(description, None) is None

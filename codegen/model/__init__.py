@@ -99,6 +99,10 @@ def derive_model(description, options: BuildOptions | None = None, progress=None
 #: until emission: TIAGo's (48 joints) derivation took 21-25 s in one process, the identification pass 13 s of it.
 #: Smaller robots derive in one process: the Panda's pass takes 0.4 s, and fork and pickle gained nothing there.
 PARALLEL_REGRESSOR_BODIES = 16
+#: How long the parent waits for the child once its own model is done: this many seconds plus this many times what
+#: the model took (TIAGo's child needs 13 s beside a model of 11 s). A child that has not answered by then (one
+#: stuck in a native thread pool that fork left without its threads) is stopped and the pass derived here.
+CHILD_PATIENCE = (60.0, 4.0)
 
 
 class _RegressorBeside:
@@ -112,7 +116,10 @@ class _RegressorBeside:
     _job: tuple = ()
 
     def __init__(self, executor, future, job: tuple):
+        import time
+
         self.executor, self.future, self.job = executor, future, job
+        self.started = time.perf_counter()
         # The worker, forked at submit: stopped by close() when its result is not wanted.
         self.processes = list((getattr(executor, "_processes", None) or {}).values())
 
@@ -146,24 +153,32 @@ class _RegressorBeside:
         return cls(executor, future, (description, progress))
 
     def result(self):
-        """The child's regressor; derived here if the child gave none (died, ran out of memory, or its result
-        could not be pickled back; an error of the derivation itself is then raised here again)."""
+        """The child's regressor; derived here if the child gave none (died, ran out of memory, its result could
+        not be pickled back, or it did not answer within CHILD_PATIENCE; an error of the derivation itself is then
+        raised here again)."""
+        import time
+
         from .regressor import derive_regressor
 
+        base, factor = CHILD_PATIENCE
         try:
-            return self.future.result()
+            return self.future.result(timeout=base + factor * (time.perf_counter() - self.started))
         except Exception:
+            self._stop()
             description, progress = self.job
             return derive_regressor(description, progress=progress)
 
     def close(self) -> None:
         """Wait for the child; stop it first if its result is not wanted (the model failed or was interrupted)."""
+        self._stop()
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+    def _stop(self) -> None:
         if not self.future.done():
             for process in self.processes:
                 process.terminate()
             for process in self.processes:
                 process.join()
-        self.executor.shutdown(wait=True, cancel_futures=True)
 
 
 def _ignore_interrupts() -> None:
