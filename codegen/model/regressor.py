@@ -343,12 +343,11 @@ def derive_regressor(description: RobotDescription, simplify: bool = True,
     Y_sl = projected(_regressor_pass(description, program, tree_q, rates, coupling.rates(qdr[off:]),
                                      coupling.rates(qddr[off:]), base(qd, qdr, qddr), shared))
     names, layout, values = _parameter_values(description)
-    say(f"  regressor: {len(names)} dynamic parameters, {len(program.definitions)} intermediate values "
-        f"({time.perf_counter() - start:.2f} s)")
+    say(_pass_message(names, program.definitions, time.perf_counter() - start))
     definitions = tuple(program.definitions)
     zeros = {j for j, value in enumerate(values) if value == 0}
     base = base_parameters(description, Y, definitions, (q, qd, qdd), names, layout, seed=seed, zeros=zeros)
-    say(f"  base parameters: {len(base.names)} of {len(names)} ({base_summary(base, layout)}; {base.seconds:.2f} s)")
+    say(_base_message(base, names, layout))
     return Regressor(tuple(names), tuple(layout), sp.ImmutableMatrix(values), sp.ImmutableMatrix(Y),
                      sp.ImmutableMatrix(Y_sl), qdr, qddr, definitions, base, time.perf_counter() - start)
 
@@ -356,10 +355,17 @@ def derive_regressor(description: RobotDescription, simplify: bool = True,
 def regressor_messages(regressor: Regressor, how: str) -> list[str]:
     """derive_regressor's progress lines, told after the fact (``how``: where it was derived)."""
     base = regressor.base
-    return [f"  regressor: {len(regressor.names)} dynamic parameters, {len(regressor.definitions)} intermediate "
-            f"values ({regressor.seconds - base.seconds:.2f} s, {how})",
-            f"  base parameters: {len(base.names)} of {len(regressor.names)} ({base_summary(base, regressor.layout)}; "
-            f"{base.seconds:.2f} s)"]
+    return [_pass_message(regressor.names, regressor.definitions, regressor.seconds - base.seconds, how),
+            _base_message(base, regressor.names, regressor.layout)]
+
+
+def _pass_message(names, definitions, seconds: float, how: str = "") -> str:
+    return (f"  regressor: {len(names)} dynamic parameters, {len(definitions)} intermediate values "
+            f"({seconds:.2f} s{', ' + how if how else ''})")
+
+
+def _base_message(base: BaseParameters, names, layout) -> str:
+    return f"  base parameters: {len(base.names)} of {len(names)} ({base_summary(base, layout)}; {base.seconds:.2f} s)"
 
 
 def base_summary(base: BaseParameters, layout) -> str:

@@ -107,7 +107,8 @@ static inline int rd_overlaps(const double *a, Py_ssize_t na, const double *b, P
 
 /* rd_overlaps for an input a (NULL: an optional argument not given, which overlaps nothing) and an output b, in
    one comparison: they overlap when d = a + na - b lies in (0, na + nb), in bytes; as an unsigned number d - 1 is
-   below na + nb - 1 exactly then, and for a NULL a (d far below zero) it is not. */
+   below na + nb - 1 exactly then, and for a NULL a (d far below zero) it is not. Needs na + nb > 0 (the fast
+   path's one-state sizes are at least 1; rd_overlaps stays for the general path, whose batches may be empty). */
 static inline int rd_input_overlaps(const double *a, Py_ssize_t na, const double *b, Py_ssize_t nb)
 {
     const uintptr_t bytes_a = (uintptr_t)na * sizeof(double), bytes_b = (uintptr_t)nb * sizeof(double);
