@@ -8,7 +8,7 @@ import pickle
 import numpy as np
 import pytest
 
-from robodyn._native import PARALLEL_OPERATIONS
+from robodyn._native import PARALLEL_OPERATIONS, chunk_rows
 
 
 
@@ -80,3 +80,29 @@ def test_failing_row_in_a_later_chunk_is_reported(rrr):
         with pytest.raises(ValueError, match=f"batch row {bad}\\b"):
             rrr.forward_dynamics(Q, Q, Q)
     assert np.isfinite(rrr.forward_dynamics(Q[:bad], Q[:bad], Q[:bad])).all()
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_first_of_failing_rows_in_several_chunks_is_reported(rrr, threads):
+    """Threads take rows in chunks as they go (a late or slow thread computes fewer): whichever thread meets which
+    failing row first, the row reported is the first in the batch, as with one thread. The first failing row lies
+    half-way through a chunk, and every later chunk fails on its last row, which the threads holding those chunks
+    meet after the first one; the first chunk moves by one each call, so that threads working in step (each one
+    chunk ahead of the other) meet both orders."""
+    rrr.params["m3"] = -9.0
+    states = np.random.default_rng(1).uniform(-np.pi, np.pi, (200, 3))
+    smallest = np.array([np.linalg.eigvalsh(m).min() for m in rrr.M(states)])
+    good, singular = states[np.argmax(smallest)], states[np.argmin(smallest)]
+    rows = 4 * _rows(rrr, "forward_dynamics")
+    chunk = chunk_rows(rrr.operation_counts["forward_dynamics"], rows, threads)
+    assert 100 <= chunk <= rows // 20
+    middle = rows // chunk // 2  # half-way through the batch: every thread is at work by then
+    layouts = [[1, rows - 2], [middle * chunk + 1, middle * chunk + 2]]
+    layouts += [[(middle + k) * chunk + chunk // 2, *range((middle + k + 2) * chunk - 1, rows, chunk)] for k in range(8)]
+    for bad_rows in layouts:
+        Q = np.tile(good, (rows, 1))
+        Q[bad_rows] = singular
+        for n in (1, threads):
+            rrr.threads = n
+            with pytest.raises(ValueError, match=f"batch row {bad_rows[0]}\\b"):
+                rrr.forward_dynamics(Q, Q, Q)

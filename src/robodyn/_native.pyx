@@ -150,6 +150,16 @@ cdef extern from "robodyn_call.h":
         int gil_mode
     Py_ssize_t rd_loop(const rd_routine* r, const double** inputs, double** outputs, const double* p,
                        Py_ssize_t count, int batched) nogil
+    ctypedef struct rd_shared_rows:
+        const rd_routine* r
+        const double* inputs[6]
+        double* outputs[4]
+        const double* p
+        Py_ssize_t count
+        Py_ssize_t chunk
+        Py_ssize_t next
+        Py_ssize_t failed
+    void rd_run_shared(rd_shared_rows* rows) nogil
 
 cdef extern from "robodyn_method.h":
     ctypedef object (*rd_dispatch_fn)(object robot, int index, PyObject** args, int fast_status)
@@ -328,6 +338,18 @@ cdef inline Py_ssize_t _out_size(const rd_routine* r, int k) noexcept nogil:
 # (a few hundred microseconds) makes negligible.
 PARALLEL_OPERATIONS = 1_000_000
 
+# The threads of a batch take its rows in chunks of about this many operations: a chunk costs one atomic addition
+# (tens of nanoseconds) and takes tens of microseconds to compute, and a batch worth splitting has at least
+# PARALLEL_OPERATIONS / CHUNK_OPERATIONS = 20 of them, so a thread slowed down leaves its share to the others.
+CHUNK_OPERATIONS = 50_000
+
+
+cpdef Py_ssize_t chunk_rows(long operations, Py_ssize_t count, int threads) noexcept:
+    """Rows per chunk of a batch of ``count`` rows of a routine of ``operations`` operations on ``threads``
+    threads: about CHUNK_OPERATIONS operations, and at least four chunks per thread."""
+    cdef Py_ssize_t rows = max(1, <Py_ssize_t>(CHUNK_OPERATIONS // max(operations, 1)))
+    return max(1, min(rows, count // (4 * threads)))
+
 
 def usable_cores():
     """The CPUs this process may run on (its affinity mask where the platform has one)."""
@@ -339,29 +361,17 @@ def usable_cores():
 
 
 cdef class _BatchRows:
-    """Rows [start, stop) of one batch call: the routine, its row pointers and strides. The pool threads call
-    ``run``; the arrays behind the pointers are held in ``keep`` until every chunk is done."""
+    """One batch call's rows, shared by the threads that compute it (rd_shared_rows, robodyn_call.h): each takes
+    the next chunk of rows until none are left. The arrays behind the pointers are held in ``keep`` until every
+    thread is done."""
 
-    cdef const rd_routine* routine
-    cdef const double* inputs[6]
-    cdef double* outputs[4]
-    cdef const double* p
+    cdef rd_shared_rows rows
     cdef object keep
 
-    def run(self, Py_ssize_t start, Py_ssize_t stop):
-        """Compute rows start..stop-1 without the GIL; the first failing row, or -1."""
-        cdef const double* ins[6]
-        cdef double* outs[4]
-        cdef const rd_routine* r = self.routine
-        cdef Py_ssize_t failed
-        cdef int k
-        for k in range(r.n_inputs):
-            ins[k] = NULL if self.inputs[k] == NULL else self.inputs[k] + start * r.in_size[k]
-        for k in range(r.n_outputs):
-            outs[k] = self.outputs[k] + start * _out_size(r, k)
+    def run(self):
+        """Compute chunks of rows without the GIL until none are left."""
         with nogil:
-            failed = rd_loop(r, ins, outs, self.p, stop - start, 1)
-        return -1 if failed < 0 else start + failed
+            rd_run_shared(&self.rows)
 
 
 cdef object _POOL = None        # concurrent.futures.ThreadPoolExecutor for batch chunks, made on first use
@@ -386,28 +396,31 @@ cdef object _pool(int workers):
 
 cdef Py_ssize_t _run_parallel(const rd_routine* r, const double** inputs, double** outputs, const double* p,
                               Py_ssize_t count, int threads, object keep) except -2:
-    """A batch of ``count`` rows in ``threads`` contiguous chunks: this thread computes the first, pool threads the
-    others. Rows are independent and each is computed by the same code, so the result is the one of a serial loop,
-    bit for bit. Returns the first failing row or -1."""
+    """A batch of ``count`` rows computed by this thread and ``threads`` - 1 pool threads, which take chunks of
+    rows in turn (rd_run_shared): the result is the one of a serial loop, bit for bit. Returns the first failing
+    row or -1."""
     cdef _BatchRows job = _BatchRows.__new__(_BatchRows)
     cdef int k
-    job.routine = r
-    job.p = p
+    job.rows.r = r
+    job.rows.p = p
     job.keep = keep
     for k in range(r.n_inputs):
-        job.inputs[k] = inputs[k]
+        job.rows.inputs[k] = inputs[k]
     for k in range(r.n_outputs):
-        job.outputs[k] = outputs[k]
-    bounds = [count * i // threads for i in range(threads + 1)]
+        job.rows.outputs[k] = outputs[k]
+    job.rows.count = count
+    job.rows.chunk = chunk_rows(r.operations, count, threads)
+    job.rows.next = 0
+    job.rows.failed = count
     pool = _pool(threads - 1)
-    futures = [pool.submit(job.run, bounds[i], bounds[i + 1]) for i in range(1, threads)]
+    futures = [pool.submit(job.run) for _ in range(1, threads)]
     try:
-        failed = [job.run(bounds[0], bounds[1])]
+        job.run()
     finally:
         # Wait even when interrupted: the pool threads write into the caller's arrays.
-        failed += [future.result() for future in futures]
-    failed = [row for row in failed if row >= 0]
-    return min(failed) if failed else -1
+        for future in futures:
+            future.result()
+    return -1 if job.rows.failed >= count else job.rows.failed
 
 
 cdef class RobotCore

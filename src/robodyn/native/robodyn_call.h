@@ -391,4 +391,76 @@ static Py_ssize_t rd_loop(const rd_routine *r, const double **in, double **out, 
     return -1;
 }
 
+
+/* A batch's rows shared by several threads (robodyn._native's _run_parallel): each thread takes the next `chunk`
+   rows until none are left. A thread slowed down -- a neighbour's load on a shared machine, a slower core, a late
+   start -- then computes fewer rows instead of holding the others up, as fixed equal parts would. Rows are
+   independent and each is computed by the same code, so the result is that of a serial loop, bit for bit. */
+typedef struct {
+    const rd_routine *r;
+    const double *inputs[RD_MAX_INPUTS];  /* row 0 of each input (NULL: an optional argument not given) */
+    double *outputs[RD_MAX_OUTPUTS];      /* row 0 of each output */
+    const double *p;
+    Py_ssize_t count;  /* rows */
+    Py_ssize_t chunk;  /* rows taken at a time (at least 1) */
+    Py_ssize_t next;   /* the first row not taken yet: read and advanced atomically */
+    Py_ssize_t failed; /* the first failing row seen so far, count when none: lowered atomically */
+} rd_shared_rows;
+
+#if defined(__GNUC__) || defined(__clang__)
+static inline Py_ssize_t rd_take(Py_ssize_t *counter, Py_ssize_t n)
+{
+    return __atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
+}
+static inline Py_ssize_t rd_load(Py_ssize_t *x) { return __atomic_load_n(x, __ATOMIC_RELAXED); }
+static inline void rd_lower(Py_ssize_t *x, Py_ssize_t value)
+{
+    Py_ssize_t seen = __atomic_load_n(x, __ATOMIC_RELAXED);
+    while (value < seen && !__atomic_compare_exchange_n(x, &seen, value, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+#elif defined(_MSC_VER) && defined(_WIN64)
+#include <intrin.h>
+static inline Py_ssize_t rd_take(Py_ssize_t *counter, Py_ssize_t n)
+{
+    return (Py_ssize_t)_InterlockedExchangeAdd64((volatile __int64 *)counter, (__int64)n);
+}
+static inline Py_ssize_t rd_load(Py_ssize_t *x) { return *(volatile Py_ssize_t *)x; }
+static inline void rd_lower(Py_ssize_t *x, Py_ssize_t value)
+{
+    Py_ssize_t seen = rd_load(x);
+    while (value < seen) {
+        Py_ssize_t was = (Py_ssize_t)_InterlockedCompareExchange64((volatile __int64 *)x, (__int64)value,
+                                                                  (__int64)seen);
+        if (was == seen)
+            break;
+        seen = was;
+    }
+}
+#else
+#error "robodyn_call.h: no atomic operations known for this compiler"
+#endif
+
+/* Compute rows of s until none are left (or only rows after a failure: a serial loop stops at the first failing
+   row, and nothing after it is promised). Called by every thread of the batch, without the GIL. */
+static void rd_run_shared(rd_shared_rows *s)
+{
+    const rd_routine *r = s->r;
+    const double *in[RD_MAX_INPUTS];
+    double *out[RD_MAX_OUTPUTS];
+    for (;;) {
+        const Py_ssize_t start = rd_take(&s->next, s->chunk);
+        if (start >= s->count || start >= rd_load(&s->failed))
+            return;
+        const Py_ssize_t rows = s->count - start < s->chunk ? s->count - start : s->chunk;
+        for (int k = 0; k < r->n_inputs; ++k)
+            in[k] = s->inputs[k] == NULL ? NULL : s->inputs[k] + start * r->in_size[k];
+        for (int k = 0; k < r->n_outputs; ++k)
+            out[k] = s->outputs[k] + start * ((Py_ssize_t)r->out_shape[k][0] * r->out_shape[k][1] * r->out_shape[k][2]);
+        const Py_ssize_t failed = rd_loop(r, in, out, s->p, rows, 1);
+        if (failed >= 0)
+            rd_lower(&s->failed, start + failed);
+    }
+}
+
 #endif
