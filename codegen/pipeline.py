@@ -320,7 +320,7 @@ def _build(request: Request, description, say: Progress, started: float, parse_s
     # Heavy imports (SymPy) only when building.
     from .extension.compile import translate_binding
     from .model import derive_model
-    from .model.routines import define_routines
+    from .model.routines import define_early, define_routines
 
     timings: dict[str, float] = {"parse_s": parse_s}
     clock = time.perf_counter()
@@ -334,10 +334,18 @@ def _build(request: Request, description, say: Progress, started: float, parse_s
     binding = translate_binding(Entry(request.root, description.name, request.key).module_name)
     try:
         say(f"deriving the model of {description.n} joints ({request.options.method} method)")
-        model = derive_model(description, request.options, progress=say)
+        early: dict = {}  # routines defined while the identification pass is derived beside the model
+
+        def meanwhile(partial) -> None:
+            started = time.perf_counter()
+            early.update(define_early(partial, request.options))
+            say(f"  defined {sum(result is not None for result, _ in early.values())} routines while the "
+                f"identification pass was derived beside the model ({time.perf_counter() - started:.2f} s)")
+
+        model = derive_model(description, request.options, progress=say, meanwhile=meanwhile)
         say(f"derived the {model.method} model in {lap('derive_s'):.2f} s")
         say("compiling the routines' C as it is emitted (SymPy writes one routine while GCC compiles the last)")
-        routines = define_routines(model, request.options)
+        routines = define_routines(model, request.options, early=early)
         lap("define_s")
         compilation = start_compilation(request, description.name, binding)
         sources, compiled = emit_and_compile(routines, compilation)

@@ -510,3 +510,69 @@ def test_the_regressor_derived_in_a_forked_process_is_the_one_derived_here(monke
     # A child that gives no result (here: none can be forked) leaves the pass to this process.
     monkeypatch.setattr(os, "fork", lambda: (_ for _ in ()).throw(OSError(12, "Cannot allocate memory")))
     assert _RegressorBeside.start(description, None) is None
+
+
+def test_routines_defined_while_the_pass_is_derived_beside_are_those_defined_after(monkeypatch):
+    """derive_model hands the model without its regressor to ``meanwhile`` while the identification pass is derived
+    beside it; the routines define_early defines from it are those define_routines defines from the final model
+    (forced on the Puma 560, as above). Without a child there is no wait to fill, and no call."""
+    import threading
+
+    from codegen.description import parse_path
+    from codegen.model import derive_model
+    from codegen.model.routines import define_early, define_routines
+    from robodyn.options import BuildOptions
+
+    description = parse_path(Path(__file__).resolve().parent.parent / "robots" / "puma560.yaml")
+    options = BuildOptions()
+    seen = []
+    model = derive_model(description, options, meanwhile=seen.append)
+    assert seen == []  # 6 bodies: no child
+    monkeypatch.setattr("codegen.model.PARALLEL_REGRESSOR_BODIES", 1)
+    monkeypatch.setattr(threading, "enumerate", lambda: [threading.current_thread()])
+    import multiprocessing
+    import os
+
+    if "fork" not in multiprocessing.get_all_start_methods() or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("no fork or a single core here")
+    model = derive_model(description, options, meanwhile=seen.append)
+    (partial,) = seen
+    assert partial.regressor is None and model.regressor is not None
+    early = define_early(partial, options)
+    assert early and not {"regressor", "base_regressor", "dynamic_parameters"} & set(early)
+    alone = define_routines(model, options)
+    from codegen.model import routines
+
+    def defined_already(model, options):
+        raise AssertionError("defined twice")
+
+    monkeypatch.setitem(routines.DEFINITIONS, "inverse_dynamics_derivatives", defined_already)
+    together = define_routines(model, options, early=early)
+    assert [d.routine.name for d in together.definitions] == [d.routine.name for d in alone.definitions]
+    assert together.definitions == alone.definitions
+
+
+def test_rows_for_the_refined_solves_make_well_conditioned_square_systems(monkeypatch):
+    """The rows of _RefinedSolver's square systems: LU's pivot rows, and pivoted QR's when those make an
+    ill-conditioned system (forced here by an impossible threshold); either way a full-rank choice that solves a
+    consistent tall system exactly."""
+    import scipy.linalg
+
+    from codegen.model import regressor
+
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((300, 12)) * np.exp(rng.uniform(-6, 6, 12))  # columns of very different scales
+    A[rng.choice(300, 150, replace=False)] = 0.0  # equations where no column appears
+    A[7] = A[3] * (1 + 1e-15)  # a near copy: never both
+    with monkeypatch.context() as patch:
+        patch.setattr(scipy.linalg, "qr", None)  # LU's rows do
+        lu_rows = regressor._chosen_rows(A)
+    monkeypatch.setattr(regressor, "_ROW_CHOICE_RCOND", 2.0)  # no system passes: pivoted QR's rows
+    qr_rows = regressor._chosen_rows(A)
+    _, pivots = scipy.linalg.qr(A.T, mode="r", pivoting=True)
+    assert list(qr_rows) == sorted(pivots[:12])
+    x = rng.standard_normal(12)
+    for rows in (lu_rows, qr_rows):
+        assert len(set(rows)) == 12 and not {3, 7} <= set(rows)
+        assert np.linalg.cond(A[rows]) < 1e3 * np.linalg.cond(A)
+        np.testing.assert_allclose(np.linalg.solve(A[rows], A[rows] @ x), x, rtol=1e-8)

@@ -45,11 +45,15 @@ def exact_rotations(description) -> bool:
     return True
 
 
-def derive_model(description, options: BuildOptions | None = None, progress=None, regressor: bool = True):
+def derive_model(description, options: BuildOptions | None = None, progress=None, regressor: bool = True,
+                 meanwhile=None):
     """RobotDescription -> SymbolicModel by the route the options choose; ``progress(message)`` hears
     each step of the derivation (per joint on the Lagrange route, per algorithm on the recursive one).
     A closed chain (``description.closure``) gets its reduced model in actuated coordinates
-    (``closed_chain.derive_closed_chain``); ``regressor=False`` skips the identification pass."""
+    (``closed_chain.derive_closed_chain``); ``regressor=False`` skips the identification pass.
+    ``meanwhile(model)``, if given, is called with the model without its regressor while the identification pass
+    is still being derived beside it (a forked child): work that does not need the regressor (defining the
+    routines, codegen.model.routines.define_early) then fills the wait."""
     import dataclasses
 
     from .closed_chain import derive_closed_chain
@@ -82,6 +86,8 @@ def derive_model(description, options: BuildOptions | None = None, progress=None
         if beside is None:
             regressor = derive_regressor(description, progress=progress)
         else:
+            if meanwhile is not None:
+                meanwhile(model)
             regressor = beside.result()
             if progress is not None:
                 for message in regressor_messages(regressor, "derived beside the model"):

@@ -428,21 +428,29 @@ def _random_parameters(description, rng) -> np.ndarray:
     return defaults * rng.uniform(0.6, 1.4, defaults.shape)
 
 
-def _independent_columns(W: np.ndarray) -> tuple[list[int], np.ndarray]:
-    """Greedy left-to-right choice of independent columns of W (each normalised), and the relative
-    distance of every column from the span of the earlier ones.
+def _column_factor(W: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(active, norms, R): the columns of W with an effect (norm above 1e-12 of the largest), every column's norm,
+    and the triangular factor of an unpivoted Householder QR of the active columns, each normalised (a square
+    matrix of their count: W's rows do not matter beyond it).
 
-    Columns without effect (norm below 1e-12 of the largest) are left out of the factorisation: an
-    unpivoted Householder QR would give such a column a row of its own, and every later column's part
-    in that row would be counted as explained."""
+    Columns without effect are left out of the factorisation: such a column would get a row of R of its own, and
+    every later column's part in that row would be counted as explained."""
     import scipy.linalg
 
     norms = np.linalg.norm(W, axis=0)
     active = np.flatnonzero(norms > 1e-12 * max(norms.max(), 1e-300))
+    if not active.size:
+        return active, norms, np.zeros((0, 0))
+    (R,) = scipy.linalg.qr(W[:, active] / norms[active], mode="r", overwrite_a=True)  # R only: no Q
+    return active, norms, np.array(R[:active.size])
+
+
+def _independent_columns(W: np.ndarray, factor=None) -> tuple[list[int], np.ndarray]:
+    """Greedy left-to-right choice of independent columns of W (each normalised), and the relative
+    distance of every column from the span of the earlier ones. ``factor``: W's _column_factor, if known."""
+    active, _, R = factor if factor is not None else _column_factor(W)
     distance = np.zeros(W.shape[1])
-    if active.size:
-        (R,) = scipy.linalg.qr(W[:, active] / norms[active], mode="r", overwrite_a=True)  # R only: no Q
-        distance[active] = np.abs(np.diag(R))
+    distance[active] = np.abs(np.diag(R))
     return [j for j in range(W.shape[1]) if distance[j] > _RANK_TOLERANCE], distance
 
 
@@ -480,7 +488,8 @@ def _base_parameters(description, Y, definitions, inputs, names, layout, seed, z
 
     generic = [_random_parameters(description, rng) for _ in range(2)]
     stacks = [stacked(params) for params in generic]
-    independent, _ = _independent_columns(stacks[0])
+    first = _column_factor(stacks[0])
+    independent, _ = _independent_columns(stacks[0], first)
     if _independent_columns(stacks[1])[0] != independent:
         independent, _ = _independent_columns(np.vstack(stacks))
     dependent = [j for j in range(p) if j not in independent]
@@ -493,15 +502,27 @@ def _base_parameters(description, Y, definitions, inputs, names, layout, seed, z
     fixed = {symbol: _exact(sp.sympify(description.defaults[symbol])) for symbol in geometric if symbol in gravity}
     geometric = [symbol for symbol in geometric if symbol not in fixed]
 
-    def numeric_beta(W):
-        """β of the dependent columns, entries that contribute less than 1e-9 of a column zeroed."""
+    def numeric_beta(W, factor=None):
+        """β of the dependent columns, entries that contribute less than 1e-9 of a column zeroed. ``factor``: W's
+        _column_factor, if known: with W's active columns normalised = Q R, the least-squares problem in W's
+        columns is the one in R's, a few hundred rows instead of tens of thousands (TIAGo: 0.85 s less)."""
         if not dependent:
             return np.zeros((len(independent), 0))
         norms = np.linalg.norm(W, axis=0)
         silent = norms <= 1e-12 * norms.max()  # columns without effect: their parameters drop out
         norms = np.where(norms > 0, norms, 1.0)
-        scaled = np.linalg.lstsq(W[:, independent] / norms[independent], W[:, dependent] / norms[dependent],
-                                 rcond=None)[0]
+        if factor is not None and np.isin(independent, factor[0]).all():
+            active, _, R = factor
+            position = {column: k for k, column in enumerate(active)}
+            heard = [d for d in dependent if d in position]  # the others are silent
+            scaled = np.zeros((len(independent), len(dependent)))
+            if heard:
+                solution = np.linalg.lstsq(R[:, [position[j] for j in independent]],
+                                           R[:, [position[d] for d in heard]], rcond=None)[0]
+                scaled[:, [dependent.index(d) for d in heard]] = solution
+        else:
+            scaled = np.linalg.lstsq(W[:, independent] / norms[independent], W[:, dependent] / norms[dependent],
+                                     rcond=None)[0]
         scaled[np.abs(scaled) < 1e-9] = 0.0
         scaled[:, silent[dependent]] = 0.0
         return scaled * norms[dependent][None, :] / norms[independent][:, None]
@@ -516,9 +537,10 @@ def _base_parameters(description, Y, definitions, inputs, names, layout, seed, z
             beta = []
         elif geometric:
             beta = _exact_combinations(description, Y, definitions, inputs, independent, dependent,
-                                       numeric_beta(stacks[0]), rng, fixed)
+                                       numeric_beta(stacks[0], first), rng, fixed)
         else:
-            beta = _precise_combinations(evaluate, description, independent, dependent, numeric_beta(stacks[0]), rng)
+            beta = _precise_combinations(evaluate, description, independent, dependent, numeric_beta(stacks[0], first),
+                                         rng)
     except _NotExact:
         exact = False
         beta_numeric = numeric_beta(stacked(defaults) if geometric else np.vstack(stacks))
@@ -709,19 +731,18 @@ def _precise_combinations(evaluate, description, independent, dependent, beta_nu
 
 
 class _RefinedSolver:
-    """x with rows[:, columns] x = rows[:, target] for any target column, on a square subsystem (pivoted QR's
-    rows, chosen and factorised once for all targets), refined twice with long double residuals."""
+    """x with rows[:, columns] x = rows[:, target] for any target column, on a square subsystem (rows chosen and
+    factorised once for all targets), refined twice with long double residuals."""
 
     def __init__(self, rows, columns: list[int]):
         import scipy.linalg
 
         self.rows, self.A_long = rows, rows[:, columns]
         # Equations where none of the columns appear cannot be among the chosen: leaving them out keeps the
-        # pivoted QR small (a body's columns appear only in its ancestors' rows).
+        # factorisations small (a body's columns appear only in its ancestors' rows).
         informative = np.flatnonzero(np.any(self.A_long != 0, axis=1))
         A = self.A_long[informative].astype(float)
-        _, pivots = scipy.linalg.qr(A.T, mode="r", pivoting=True)  # the row choice only: no Q
-        self.chosen = informative[np.sort(pivots[:len(columns)])]
+        self.chosen = informative[_chosen_rows(A)]
         self.A_chosen = self.A_long[self.chosen]
         self.lu = scipy.linalg.lu_factor(self.A_chosen.astype(float))
 
@@ -739,6 +760,35 @@ class _RefinedSolver:
             return x, True
         misfit = float(np.abs(b_long - self.A_long @ x).max())
         return x, misfit <= 1e-12 * max(float(np.abs(b_long).max()), 1e-300)
+
+
+#: A row choice whose square system has a reciprocal condition number (1-norm estimate) below this is replaced by
+#: pivoted QR's.
+_ROW_CHOICE_RCOND = 1e-10
+
+
+def _chosen_rows(A: np.ndarray) -> np.ndarray:
+    """Sorted indices of A.shape[1] rows of A (full column rank) that make a well-conditioned square system: the
+    pivot rows of LU with partial pivoting (blocked, BLAS-3), or, when their system is ill-conditioned, pivoted QR's
+    (rank-revealing, but BLAS-2 for half its work: on TIAGo's 19,632 x 406 system of all independent columns,
+    1.4 s against 0.11 s, and a condition number of 5.3e3 against LU's 3.6e3)."""
+    import scipy.linalg
+    from scipy.linalg import lapack
+
+    k = A.shape[1]
+    lu, swaps, info = lapack.dgetrf(A)
+    if info >= 0:
+        order = np.arange(A.shape[0])
+        for i, j in enumerate(swaps[:k]):  # LAPACK's row interchanges, in order: the rows that became pivots
+            order[i], order[j] = order[j], order[i]
+        chosen = np.sort(order[:k])
+        square_lu, square_swaps, info = lapack.dgetrf(A[chosen])
+        if info == 0:
+            rcond, info = lapack.dgecon(square_lu, np.abs(A[chosen]).sum(axis=0).max(), norm="1")
+            if info == 0 and rcond >= _ROW_CHOICE_RCOND:
+                return chosen
+    _, pivots = scipy.linalg.qr(A.T, mode="r", pivoting=True)  # the row choice only: no Q
+    return np.sort(pivots[:k])
 
 
 def _rounded(value: float) -> sp.Expr:

@@ -503,22 +503,40 @@ _NEEDS_REGRESSOR = {"regressor", "base_regressor", "slotine_li_regressor", "dyna
                     "base_parameter_matrix"}
 
 
-def define_routines(model: SymbolicModel, options: BuildOptions) -> RoutineSet:
-    """Stage 3: SymbolicModel -> RoutineSet (the value of every table routine this robot has)."""
+def _define(routine, model: SymbolicModel, options: BuildOptions):
+    """(definition result or None when this robot does not have the routine, seconds it took)."""
+    define = DEFINITIONS.get(routine.name)
+    if routine.name in _NEEDS_REGRESSOR and model.regressor is None:
+        define = None
+    if routine.name in _NEEDS_FLOATING_BASE and model.description.floating_base is None:
+        define = None
+    started = time.perf_counter()
+    result = define(model, options) if define is not None else None
+    return result, time.perf_counter() - started
+
+
+def define_early(model: SymbolicModel, options: BuildOptions) -> dict:
+    """The definitions of the routines that do not need the regressor, from a model whose regressor is still being
+    derived (codegen.model.derive_model's ``meanwhile``), for define_routines' ``early``: TIAGo's derivative
+    routines and frame placements take 3.5 s, which the wait for its identification pass absorbs."""
+    import robodyn.routines
+
+    return {routine.name: _define(routine, model, options) for routine in robodyn.routines.TABLE
+            if routine.name not in _NEEDS_REGRESSOR}
+
+
+def define_routines(model: SymbolicModel, options: BuildOptions, early: dict | None = None) -> RoutineSet:
+    """Stage 3: SymbolicModel -> RoutineSet (the value of every table routine this robot has). ``early``: routines
+    already defined by define_early (from the same model, before its regressor was there)."""
     import robodyn.routines
 
     symbols = argument_symbols(model)
+    early = early or {}
     definitions = []
     seconds: dict[str, float] = {}
     for routine in robodyn.routines.TABLE:  # read at call time: routines registered later count too
-        define = DEFINITIONS.get(routine.name)
-        if routine.name in _NEEDS_REGRESSOR and model.regressor is None:
-            define = None
-        if routine.name in _NEEDS_FLOATING_BASE and model.description.floating_base is None:
-            define = None
-        started = time.perf_counter()
-        result = define(model, options) if define is not None else None
-        seconds[routine.name] = time.perf_counter() - started
+        result, seconds[routine.name] = early[routine.name] if routine.name in early else _define(
+            routine, model, options)
         if result is None:
             continue
         value, algorithm = result
@@ -538,4 +556,4 @@ def define_routines(model: SymbolicModel, options: BuildOptions) -> RoutineSet:
 
 
 __all__ = ["Expressions", "TreeSolve", "DerivativeSolve", "RoutineDefinition", "RoutineSet", "DEFINITIONS", "define_routines",
-           "argument_symbols", "dimensions", "TABLE"]
+           "define_early", "argument_symbols", "dimensions", "TABLE"]
