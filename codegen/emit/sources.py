@@ -149,8 +149,8 @@ def _topological(values: list) -> list:
 
 
 def _entries(matrix: sp.MatrixBase, target: str) -> list[tuple[str, sp.Expr]]:
-    rows, cols = matrix.shape
-    return [(f"{target}[{i * cols + j}]", matrix[i, j]) for i in range(rows) for j in range(cols)]
+    # Row-major like the output; tolist() reads the entries at once (item access is slow on TIAGo's 3e5 of them).
+    return [(f"{target}[{k}]", value) for k, value in enumerate(v for row in matrix.tolist() for v in row)]
 
 
 def _ancestors(parents: tuple[int, ...], i: int) -> list[int]:
