@@ -93,9 +93,10 @@ def test_first_of_failing_rows_in_several_chunks_is_reported(rrr, threads):
     states = np.random.default_rng(1).uniform(-np.pi, np.pi, (200, 3))
     smallest = np.array([np.linalg.eigvalsh(m).min() for m in rrr.M(states)])
     good, singular = states[np.argmax(smallest)], states[np.argmin(smallest)]
-    rows = 4 * _rows(rrr, "forward_dynamics")
-    chunk = chunk_rows(rrr.operation_counts["forward_dynamics"], rows, threads)
-    assert 100 <= chunk <= rows // 20
+    operations = rrr.operation_counts["forward_dynamics"]
+    rows = 30 * chunk_rows(operations, 10**9, threads)  # thirty chunks
+    chunk = chunk_rows(operations, rows, threads)
+    assert 100 <= chunk <= rows // 30
     middle = rows // chunk // 2  # half-way through the batch: every thread is at work by then
     layouts = [[1, rows - 2], [middle * chunk + 1, middle * chunk + 2]]
     layouts += [[(middle + k) * chunk + chunk // 2, *range((middle + k + 2) * chunk - 1, rows, chunk)] for k in range(8)]
