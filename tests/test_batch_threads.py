@@ -38,7 +38,7 @@ def test_split_batches_equal_one_thread_bit_for_bit(rrr, threads):
            "forward_dynamics": rrr.forward_dynamics(Q, QD, QDD), "fk": rrr.fk(Q)}
     for name in expected:
         np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
-    # Every row, including the chunk boundaries, is that state's single-call value.
+    # Rows at both ends and in the middle are each that state's single-call value.
     for row in sorted({0, rows // threads - 1, rows // threads, rows // 2, rows - 1}):
         np.testing.assert_array_equal(got["inverse_dynamics"][row], rrr.inverse_dynamics(Q[row], QD[row], QDD[row]))
     out = np.full((rows, 3, 3), np.nan)
@@ -87,8 +87,9 @@ def test_first_of_failing_rows_in_several_chunks_is_reported(rrr, threads):
     """Threads take rows in chunks as they go (a late or slow thread computes fewer): whichever thread meets which
     failing row first, the row reported is the first in the batch, as with one thread. The first failing row lies
     half-way through a chunk, and every later chunk fails on its last row, which the threads holding those chunks
-    meet after the first one; the first chunk moves by one each call, so that threads working in step (each one
-    chunk ahead of the other) meet both orders."""
+    meet after the first one (the first chunk moves by one each call, so that threads working in step, each one
+    chunk ahead of the other, meet it either way); or the first failing row ends a chunk and the next begins the
+    next chunk, met first."""
     rrr.params["m3"] = -9.0
     states = np.random.default_rng(1).uniform(-np.pi, np.pi, (200, 3))
     smallest = np.array([np.linalg.eigvalsh(m).min() for m in rrr.M(states)])
@@ -100,6 +101,8 @@ def test_first_of_failing_rows_in_several_chunks_is_reported(rrr, threads):
     middle = rows // chunk // 2  # half-way through the batch: every thread is at work by then
     layouts = [[1, rows - 2], [middle * chunk + 1, middle * chunk + 2]]
     layouts += [[(middle + k) * chunk + chunk // 2, *range((middle + k + 2) * chunk - 1, rows, chunk)] for k in range(8)]
+    # The last row of a chunk and the first of the next: the later row is met first, by the next chunk's thread.
+    layouts += [[(middle + k + 1) * chunk - 1, (middle + k + 1) * chunk] for k in range(4)]
     for bad_rows in layouts:
         Q = np.tile(good, (rows, 1))
         Q[bad_rows] = singular
@@ -107,3 +110,53 @@ def test_first_of_failing_rows_in_several_chunks_is_reported(rrr, threads):
             rrr.threads = n
             with pytest.raises(ValueError, match=f"batch row {bad_rows[0]}\\b"):
                 rrr.forward_dynamics(Q, Q, Q)
+
+
+def test_an_interrupted_batch_leaves_no_thread_writing(load, monkeypatch):
+    """A signal's exception (Ctrl-C) in the calling thread while a batch runs is raised once every pool thread is
+    done with it: after it, nothing writes into the caller's arrays any more. Large chunks (a quarter of each
+    thread's share) and more threads than cores leave pool threads mid-chunk when the calling thread runs out of
+    rows."""
+    import signal
+    import time
+
+    import robodyn._native as native
+
+    if not hasattr(signal, "setitimer"):
+        pytest.skip("no interval timers here")
+
+    class Interrupted(Exception):
+        pass
+
+    armed = [False]  # raise only inside the batch's try block (the timer may fire as it ends)
+
+    def interrupt(signum, frame):
+        if armed[0]:
+            armed[0] = False
+            raise Interrupted()
+
+    puma = load("puma560")
+    puma.threads = 4
+    monkeypatch.setattr(native, "CHUNK_OPERATIONS", 10**12)
+    Q = np.random.default_rng(3).uniform(-1.0, 1.0, (100_000, 6))
+    out = tuple(np.full((len(Q), 6, 6), np.nan) for _ in range(3))
+    puma.forward_dynamics_derivatives(Q[:20_000], Q[:20_000], Q[:20_000])  # the pool's threads started
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        for delay in (0.005, 0.01, 0.02, 0.03, 0.04, 0.06):
+            armed[0] = True
+            signal.setitimer(signal.ITIMER_REAL, delay)
+            try:
+                puma.forward_dynamics_derivatives(Q, Q, Q, out=out)
+                armed[0] = False
+            except Interrupted:
+                pass
+            armed[0] = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            snapshot = [o.copy() for o in out]
+            time.sleep(0.05)
+            for before, after in zip(snapshot, out):
+                np.testing.assert_array_equal(after, before)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+        puma.threads = "auto"

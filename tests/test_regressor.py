@@ -546,10 +546,22 @@ def test_routines_defined_while_the_pass_is_derived_beside_are_those_defined_aft
     def defined_already(model, options):
         raise AssertionError("defined twice")
 
-    monkeypatch.setitem(routines.DEFINITIONS, "inverse_dynamics_derivatives", defined_already)
-    together = define_routines(model, options, early=early)
+    with monkeypatch.context() as patch:
+        patch.setitem(routines.DEFINITIONS, "inverse_dynamics_derivatives", defined_already)
+        together = define_routines(model, options, early=early)
     assert [d.routine.name for d in together.definitions] == [d.routine.name for d in alone.definitions]
     assert together.definitions == alone.definitions
+    # A definition registered or replaced after import may read the regressor: it is defined late, with it.
+    built_in = routines.DEFINITIONS["friction"]
+
+    def friction_reading_the_regressor(model, options):
+        assert model.regressor is not None
+        return built_in(model, options)
+
+    monkeypatch.setitem(routines.DEFINITIONS, "friction", friction_reading_the_regressor)
+    early = define_early(partial, options)
+    assert "friction" not in early and "mass_matrix" in early
+    assert define_routines(model, options, early=early).definitions == alone.definitions
 
 
 def test_rows_for_the_refined_solves_make_well_conditioned_square_systems(monkeypatch):

@@ -517,8 +517,10 @@ def _base_parameters(description, Y, definitions, inputs, names, layout, seed, z
             heard = [d for d in dependent if d in position]  # the others are silent
             scaled = np.zeros((len(independent), len(dependent)))
             if heard:
+                # W's own cutoff for small singular values (rcond=None would scale it by R's rows, not W's).
                 solution = np.linalg.lstsq(R[:, [position[j] for j in independent]],
-                                           R[:, [position[d] for d in heard]], rcond=None)[0]
+                                           R[:, [position[d] for d in heard]],
+                                           rcond=np.finfo(float).eps * max(W.shape))[0]
                 scaled[:, [dependent.index(d) for d in heard]] = solution
         else:
             scaled = np.linalg.lstsq(W[:, independent] / norms[independent], W[:, dependent] / norms[dependent],

@@ -494,6 +494,9 @@ DEFINITIONS: dict[str, Callable[[SymbolicModel, BuildOptions], tuple[Value, str]
     "loop_jacobian": _tree_routine(lambda chain: ((chain.constraint_jacobian,), "H = dh/dqt")),
     "loop_bias": _tree_routine(lambda chain: ((chain.constraint_bias,), "Hdot qtd")),
 }
+#: The definitions above as they come: only these are known to need no regressor outside _NEEDS_REGRESSOR, so only
+#: these are defined early (define_early); a routine registered or replaced later may read the regressor.
+_BUILT_IN = dict(DEFINITIONS)
 
 
 #: The centre of mass and the centroidal momentum come from a floating base's rows of M.
@@ -516,13 +519,15 @@ def _define(routine, model: SymbolicModel, options: BuildOptions):
 
 
 def define_early(model: SymbolicModel, options: BuildOptions) -> dict:
-    """The definitions of the routines that do not need the regressor, from a model whose regressor is still being
-    derived (codegen.model.derive_model's ``meanwhile``), for define_routines' ``early``: TIAGo's derivative
-    routines and frame placements take 3.5 s, which the wait for its identification pass absorbs."""
+    """The definitions of the built-in routines that do not need the regressor (routines registered later are
+    defined with the final model: they may read it), from a model whose regressor is still being derived
+    (codegen.model.derive_model's ``meanwhile``), for define_routines' ``early``: TIAGo's derivative routines and
+    frame placements take 3.5 s, which the wait for its identification pass absorbs."""
     import robodyn.routines
 
     return {routine.name: _define(routine, model, options) for routine in robodyn.routines.TABLE
-            if routine.name not in _NEEDS_REGRESSOR}
+            if routine.name not in _NEEDS_REGRESSOR and routine.name in _BUILT_IN
+            and DEFINITIONS.get(routine.name) is _BUILT_IN[routine.name]}
 
 
 def define_routines(model: SymbolicModel, options: BuildOptions, early: dict | None = None) -> RoutineSet:

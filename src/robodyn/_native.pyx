@@ -160,6 +160,7 @@ cdef extern from "robodyn_call.h":
         Py_ssize_t next
         Py_ssize_t failed
     void rd_run_shared(rd_shared_rows* rows) nogil
+    void rd_stop_shared(rd_shared_rows* rows) nogil
 
 cdef extern from "robodyn_method.h":
     ctypedef object (*rd_dispatch_fn)(object robot, int index, PyObject** args, int fast_status)
@@ -387,13 +388,19 @@ cdef object _pool(int workers):
     """A thread pool of at least ``workers`` threads, this process's own."""
     global _POOL, _POOL_PID, _POOL_WORKERS
     import os
+    import threading
     if _POOL is None or _POOL_PID != os.getpid() or _POOL_WORKERS < workers:
         from concurrent.futures import ThreadPoolExecutor
         if _POOL is not None and _POOL_PID == os.getpid():
             _POOL.shutdown(wait=False)
-        _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="robodyn-batch")
-        _POOL_PID = os.getpid()
-        _POOL_WORKERS = workers
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="robodyn-batch")
+        # Its threads started now (each job waits for the others: one thread each), not by the batch's submits: an
+        # exception raised in this thread (Ctrl-C) while a submit waits for a new thread to start could leave a job
+        # queued whose future the batch never got to wait for.
+        started = threading.Barrier(workers)
+        for future in [pool.submit(started.wait, 60.0) for _ in range(workers)]:
+            future.result()
+        _POOL, _POOL_PID, _POOL_WORKERS = pool, os.getpid(), workers
     return _POOL
 
 
@@ -416,14 +423,38 @@ cdef Py_ssize_t _run_parallel(const rd_routine* r, const double** inputs, double
     job.rows.next = 0
     job.rows.failed = count
     pool = _pool(threads - 1)
-    futures = [pool.submit(job.run) for _ in range(1, threads)]
+    futures = []
     try:
+        for _ in range(1, threads):
+            futures.append(pool.submit(job.run))
         job.run()
-    finally:
-        # Wait even when interrupted: the pool threads write into the caller's arrays.
-        for future in futures:
-            future.result()
+    except BaseException:  # interrupted (a signal's exception in this thread): no thread takes another chunk
+        rd_stop_shared(&job.rows)
+        _finish(job, futures)
+        raise
+    _finish(job, futures)
     return -1 if job.rows.failed >= count else job.rows.failed
+
+
+cdef int _finish(_BatchRows job, list futures) except -1:
+    """Wait for the pool threads' share of a batch, even when interrupted (Ctrl-C while waiting): they write into
+    the caller's arrays. An interruption (or a pool thread's own failure) stops the batch -- no thread takes another
+    chunk -- and is raised once every thread is done."""
+    problem = None
+    for future in futures:
+        while True:
+            try:
+                future.result()
+                break
+            except BaseException as exc:  # KeyboardInterrupt while waiting, or the thread's own exception
+                rd_stop_shared(&job.rows)
+                if problem is None:
+                    problem = exc
+                if future.done():  # the thread's own exception (result() would raise it again): it is done
+                    break
+    if problem is not None:
+        raise problem
+    return 0
 
 
 cdef class RobotCore
@@ -693,8 +724,8 @@ cdef class RobotCore:
     def threads(self):
         """Threads a large batch is split over: "auto" (default: the cores this process may use) or a number
         (1: every batch on the calling thread). Batches of at least PARALLEL_OPERATIONS operations (rows times the
-        routine's operation count) are split into that many contiguous chunks, computed without the GIL whatever
-        ``release_gil`` says; the results do not depend on it."""
+        routine's operation count) are computed by that many threads, which take their rows in chunks as they go,
+        without the GIL whatever ``release_gil`` says; the results do not depend on it, bit for bit."""
         return "auto" if self._threads == 0 else self._threads
 
     @threads.setter

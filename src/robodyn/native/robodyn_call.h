@@ -413,6 +413,7 @@ static inline Py_ssize_t rd_take(Py_ssize_t *counter, Py_ssize_t n)
     return __atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
 }
 static inline Py_ssize_t rd_load(Py_ssize_t *x) { return __atomic_load_n(x, __ATOMIC_RELAXED); }
+static inline void rd_store(Py_ssize_t *x, Py_ssize_t value) { __atomic_store_n(x, value, __ATOMIC_RELAXED); }
 static inline void rd_lower(Py_ssize_t *x, Py_ssize_t value)
 {
     Py_ssize_t seen = __atomic_load_n(x, __ATOMIC_RELAXED);
@@ -426,6 +427,10 @@ static inline Py_ssize_t rd_take(Py_ssize_t *counter, Py_ssize_t n)
     return (Py_ssize_t)_InterlockedExchangeAdd64((volatile __int64 *)counter, (__int64)n);
 }
 static inline Py_ssize_t rd_load(Py_ssize_t *x) { return *(volatile Py_ssize_t *)x; }
+static inline void rd_store(Py_ssize_t *x, Py_ssize_t value)
+{
+    _InterlockedExchange64((volatile __int64 *)x, (__int64)value);
+}
 static inline void rd_lower(Py_ssize_t *x, Py_ssize_t value)
 {
     Py_ssize_t seen = rd_load(x);
@@ -440,6 +445,9 @@ static inline void rd_lower(Py_ssize_t *x, Py_ssize_t value)
 #else
 #error "robodyn_call.h: no atomic operations known for this compiler"
 #endif
+
+/* No more chunks to take: the threads finish the ones they hold (an interrupted batch). */
+static inline void rd_stop_shared(rd_shared_rows *s) { rd_store(&s->next, s->count); }
 
 /* Compute rows of s until none are left (or only rows after a failure: a serial loop stops at the first failing
    row, and nothing after it is promised). Called by every thread of the batch, without the GIL. */
