@@ -526,8 +526,10 @@ def test_routines_defined_while_the_pass_is_derived_beside_are_those_defined_aft
     description = parse_path(Path(__file__).resolve().parent.parent / "robots" / "puma560.yaml")
     options = BuildOptions()
     seen = []
-    model = derive_model(description, options, meanwhile=seen.append)
-    assert seen == []  # 6 bodies: no child
+    with monkeypatch.context() as patch:
+        patch.setattr("codegen.model.PARALLEL_REGRESSOR_BODIES", 7)
+        model = derive_model(description, options, meanwhile=seen.append)
+    assert seen == []  # 6 bodies, fewer than the threshold: no child
     monkeypatch.setattr("codegen.model.PARALLEL_REGRESSOR_BODIES", 1)
     monkeypatch.setattr(threading, "enumerate", lambda: [threading.current_thread()])
     import multiprocessing

@@ -101,10 +101,13 @@ def derive_model(description, options: BuildOptions | None = None, progress=None
 
 
 #: From this many bodies the identification pass (its Newton-Euler pass and the base parameters' numerical rank
-#: decisions) runs in a forked process while this one derives the model, on the core that would otherwise idle
-#: until emission: TIAGo's (48 joints) derivation took 21-25 s in one process, the identification pass 13 s of it.
-#: Smaller robots derive in one process: the Panda's pass takes 0.4 s, and fork and pickle gained nothing there.
-PARALLEL_REGRESSOR_BODIES = 16
+#: decisions) runs in a forked process while this one derives the model and defines the routines that do not need it
+#: (``meanwhile``), on the core that would otherwise idle until emission: TIAGo's (48 joints) derivation took
+#: 21-25 s in one process, the identification pass 13 s of it. With the definitions in the wait small robots gain
+#: too (fresh builds, medians of interleaved runs, in one process -> forked): the Panda 4.67 -> 4.08 s and
+#: 4.93 -> 4.52 s, the UR5 3.56 -> 3.06 s, the RRR arm 4.08 -> 3.49 s, the RR arm 1.67 -> 1.42 s; the pendulum (one
+#: body) 1.02 and 0.97 s, so it stays in one process.
+PARALLEL_REGRESSOR_BODIES = 2
 #: How long the parent waits for the child once its own model is done: this many seconds plus this many times what
 #: the model took (TIAGo's child needs 13 s beside a model of 11 s). A child that has not answered by then (one
 #: stuck in a native thread pool that fork left without its threads) is stopped and the pass derived here.
