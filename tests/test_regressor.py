@@ -580,9 +580,10 @@ def test_rows_for_the_refined_solves_make_well_conditioned_square_systems(monkey
     A[7] = A[3] * (1 + 1e-15)  # a near copy: never both
     with monkeypatch.context() as patch:
         patch.setattr(scipy.linalg, "qr", None)  # LU's rows do
-        lu_rows = regressor._chosen_rows(A)
+        lu_rows, factors = regressor._chosen_rows(A)
     monkeypatch.setattr(regressor, "_ROW_CHOICE_RCOND", 2.0)  # no system passes: pivoted QR's rows
-    qr_rows = regressor._chosen_rows(A)
+    qr_rows, none = regressor._chosen_rows(A)
+    assert none is None
     _, pivots = scipy.linalg.qr(A.T, mode="r", pivoting=True)
     assert list(qr_rows) == sorted(pivots[:12])
     x = rng.standard_normal(12)
@@ -590,3 +591,5 @@ def test_rows_for_the_refined_solves_make_well_conditioned_square_systems(monkey
         assert len(set(rows)) == 12 and not {3, 7} <= set(rows)
         assert np.linalg.cond(A[rows]) < 1e3 * np.linalg.cond(A)
         np.testing.assert_allclose(np.linalg.solve(A[rows], A[rows] @ x), x, rtol=1e-8)
+    # LU's factors come with its rows: those of their square system.
+    np.testing.assert_allclose(scipy.linalg.lu_solve(factors, A[lu_rows] @ x), x, rtol=1e-8)

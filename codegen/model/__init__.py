@@ -74,7 +74,8 @@ def derive_model(description, options: BuildOptions | None = None, progress=None
                              "orientation is a quaternion, which the Euler-Lagrange closed forms do not handle")
         method = "recursive"
     # The regressor comes from its own Newton-Euler pass whatever the route: one formulation to verify. So it
-    # does not wait for the model, and for a large robot it is derived beside it, in a forked process.
+    # does not wait for the model, and from PARALLEL_REGRESSOR_BODIES bodies on it is derived beside it, in a
+    # forked process.
     beside = _RegressorBeside.start(description, progress) if regressor else None
     try:
         if method == "lagrange":
