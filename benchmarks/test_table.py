@@ -26,7 +26,12 @@ def test_quick_table_holds_the_five_routines(tmp_path, bench_cache_dir, capsys):
             assert implementations[implementation]["median_us"] > 0, (method, implementation)
     agreement = document["robots"]["ur5"]["agreement"]
     assert all(error <= table.TOLERANCE for error in agreement.values()), agreement
-    assert document["robots"]["ur5"]["batch"]["default"] > 0
+    batch = document["robots"]["ur5"]["batch"]
+    assert batch["default"] > 0 and batch["default"] >= batch["default_median"]  # the fastest round, and the median's
+    if batch.get("threads"):  # each setting's fastest round, the median rounds' speed-up beside it
+        assert batch["threads"]["1"] >= batch["threads_median"]["1"] and batch["speedup_median"] > 0
+        goal = next(g for g in document["goals"] if g["goal"] == "batch threads speed-up")
+        assert goal["detail"] == f"fastest rounds; median rounds {batch['speedup_median']:.2f}x"
     ratios = [g for g in document["goals"] if g["goal"].endswith("Python Pinocchio/ours")]
     assert len(ratios) == 5 and all(re.match(r"fastest: .+; out= [\d.]+x$", g["detail"]) for g in ratios), ratios
     printed = capsys.readouterr().out
