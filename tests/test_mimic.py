@@ -196,11 +196,50 @@ def test_mimic_of_a_locked_joint_is_locked():
     assert "j3=0" in description.summary and "j4=0.01" in description.summary
 
 
-def test_locked_mimic_joint_is_just_locked():
+def test_locking_a_mimic_locks_what_it_follows():
+    """A locked follower fixes its chain: j3 = -1.5 j2 + 0.3 locked at 0.1 puts j2 at 2/15, and j4 (which mimics
+    j3) at 0.02 * 0.1 + 0.01; the model equals the one with j2 locked there, where the coupling holds."""
     description = parse_urdf_text(CHAIN.read_text(), "chain.urdf", lock={"j3": 0.1})
-    # j4 mimics the locked j3: it is locked too, at 0.02 * 0.1 + 0.01.
-    assert [j.name for j in description.joints] == ["j1", "j2", "j5"] and not description.bodies
-    assert "j4=0.012" in description.summary
+    assert [j.name for j in description.joints] == ["j1", "j5"] and not description.bodies
+    assert "j2=0.133333" in description.summary and "j4=0.012" in description.summary
+    by_source = parse_urdf_text(CHAIN.read_text(), "chain.urdf", lock={"j2": 2 / 15})
+    assert "j3=0.1" in by_source.summary and "j4=0.012" in by_source.summary
+    for a, b in zip(description.joints, by_source.joints):
+        difference = (a.placement - b.placement).applyfunc(lambda e: abs(float(e)))
+        assert max(difference) < 1e-12, (a.name, difference)
+    # The same lock given twice is accepted; two locks the coupling cannot both meet are an error naming both.
+    assert parse_urdf_text(CHAIN.read_text(), "chain.urdf", lock={"j3": 0.1, "j2": 2 / 15}).n == 2
+    with pytest.raises(DescriptionError) as info:
+        parse_urdf_text(CHAIN.read_text(), "chain.urdf", lock={"j3": 0.1, "j2": 0.0})
+    message = str(info.value)
+    assert "lock[j3]" in message and "'j2' is locked at 0" in message and "puts it at 0.3" in message, message
+
+
+def test_a_mimic_lock_outside_what_it_follows_can_reach_is_an_error():
+    # j4 = 0.02 j3 + 0.01 and j3 = -1.5 j2 + 0.3 compose to j4 = -0.03 j2 + 0.016: j4 = 0.0 puts j2 at 8/15.
+    assert "j2=0.533333" in parse_urdf_text(CHAIN.read_text(), "chain.urdf", lock={"j4": 0.0}).summary
+    # With j2's limits narrowed to [-0.5, 0.5] that lock is out of reach.
+    narrow = CHAIN.read_text().replace('<limit lower="-1.5" upper="1.5"', '<limit lower="-0.5" upper="0.5"')
+    with pytest.raises(DescriptionError) as info:
+        parse_urdf_text(narrow, "chain.urdf", lock={"j4": 0.0})
+    message = str(info.value)
+    assert "lock[j4]" in message and "position 0.533333, which the lock of its mimic 'j4' gives 'j2'" in message, \
+        message
+    assert "outside the joint's limits [-0.5, 0.5]" in message, message
+    # With a zero multiplier the mimic stays at its offset: locking it elsewhere is an error.
+    text = CHAIN.read_text().replace('multiplier="0.02" offset="0.01"', 'multiplier="0" offset="0.01"')
+    assert parse_urdf_text(text, "chain.urdf", lock={"j4": 0.01}).n == 3
+    with pytest.raises(DescriptionError, match="the multiplier is 0, which puts it at 0.01"):
+        parse_urdf_text(text, "chain.urdf", lock={"j4": 0.02})
+
+
+def test_a_mimic_of_a_joint_with_a_problem_reports_that_problem_only():
+    text = CHAIN.read_text().replace('<mimic joint="j2"', '<mimic joint="j2"', 1)
+    start = text.index('<joint name="j2"')
+    axis = text.index("<axis", start)
+    text = text[:axis] + '<axis xyz="0 0 0"/>' + text[text.index("/>", axis) + 2:]
+    error = _error(text)
+    assert len(error.problems) == 1 and "zero vector" in str(error) and "not a joint" not in str(error), str(error)
 
 
 def test_zero_multiplier_locks_the_joint():
@@ -219,6 +258,13 @@ def test_mimic_of_a_missing_joint():
     error = _error(CHAIN.read_text().replace('<mimic joint="j2"', '<mimic joint="elbow"'))
     assert error.field == "joint[j3].mimic" and error.line == 58
     assert "mimics 'elbow', which is not a joint of this URDF" in error.message
+
+
+def test_a_locked_mimic_of_a_missing_joint_is_just_locked():
+    """How a file with a broken mimic loads (alex_psyonic_hands.urdf, docs/urdf_sweep.md): lock the mimic."""
+    description = parse_urdf_text(CHAIN.read_text().replace('<mimic joint="j2"', '<mimic joint="elbow"'),
+                                  "chain.urdf", lock={"j3": 0.1})
+    assert [j.name for j in description.joints] == ["j1", "j2", "j5"] and "j4=0.012" in description.summary
 
 
 def test_mimic_of_a_missing_joint_suggests_a_prefixed_name():

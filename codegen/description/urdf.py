@@ -21,8 +21,10 @@ What becomes of a URDF:
   tree (``RobotDescription.bodies``) but are not coordinates of the model: a
   mimic of a mimic is resolved to the joint at the end of the chain; a mimic
   whose chain ends at a locked joint (or whose multiplier is 0) is locked at the
-  position the coupling gives; a locked mimic joint is just locked; a mimic of a
-  missing or fixed joint, and a cycle of mimics, are errors. A mimic joint's
+  position the coupling gives; a locked mimic joint locks the joint its chain
+  ends at where the coupling puts it (a lock already there must agree), so the
+  two stay coupled; a mimic of a missing or fixed joint, and a cycle of mimics,
+  are errors. A mimic joint's
   limits play no part in the model; its ``<dynamics>`` friction acts at its own
   velocity and is projected on its source's coordinate;
 * ``floating`` and ``planar`` joints and unknown types are rejected;
@@ -618,9 +620,14 @@ def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | Non
 
     joints: list[_UJoint] = []
     first_line: dict[str, int] = {}
+    broken: set[str] = set()  # joints with a problem reported: a mimic of one is not reported again
     for element in robot.find_all("joint"):
         with problems.section():
-            joint = _parse_joint(reader, element)
+            try:
+                joint = _parse_joint(reader, element)
+            except DescriptionError:
+                broken.add(element.attrib.get("name", ""))
+                raise
             if joint.name in first_line:
                 raise reader.error(element, f"joint[{joint.name}]", f"duplicate joint name {joint.name!r} "
                                    f"(first defined at line {first_line[joint.name]})")
@@ -629,7 +636,7 @@ def parse_urdf_text(text: str | bytes, path: str = "<string>", data: bytes | Non
 
     by_name = {j.name: j for j in joints}
     locked = _lock_positions(reader, dict(lock or {}), by_name, problems)
-    couplings = _resolve_mimics(reader, joints, by_name, locked, problems)
+    couplings = _resolve_mimics(reader, joints, by_name, locked, problems, broken)
     problems.raise_if_any()  # the tree needs every link and joint
 
     root = _build_tree(reader, robot, links, joints)
@@ -774,62 +781,118 @@ def _lock_positions(reader: _Reader, lock: dict, by_name: dict[str, _UJoint],
                 position = _lock_value(value, joint.kind != "prismatic", reader)
             except (ValueError, TypeError, ExpressionError) as exc:
                 raise reader.error(joint.element, f"lock[{joint_name}]", f"invalid position: {exc}") from None
-            low, high = joint.limits.lower, joint.limits.upper
-            numeric = float(position)
-            below = low is not None and numeric < low - LIMIT_TOLERANCE
-            above = high is not None and numeric > high + LIMIT_TOLERANCE
-            if below or above:
-                bounds = f"[{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}]"
-                raise reader.error(joint.element, f"lock[{joint_name}]",
-                                   f"position {numeric:g} is outside the joint's limits {bounds}")
+            _check_within_limits(reader, joint, position, f"lock[{joint_name}]")
             locked[joint_name] = position
     return locked
 
 
+def _check_within_limits(reader: _Reader, joint: _UJoint, position: sp.Expr, field_: str, why: str = "") -> None:
+    low, high = joint.limits.lower, joint.limits.upper
+    numeric = float(position)
+    below = low is not None and numeric < low - LIMIT_TOLERANCE
+    above = high is not None and numeric > high + LIMIT_TOLERANCE
+    if below or above:
+        bounds = f"[{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}]"
+        raise reader.error(joint.element, field_, f"position {numeric:g}{why} is outside the joint's limits {bounds}")
+
+
+def _mimic_chain(reader: _Reader, joint: _UJoint, by_name: dict[str, _UJoint], locked: Mapping[str, sp.Expr],
+                 broken: set[str]) -> tuple[_UJoint, sp.Expr, sp.Expr] | None:
+    """Follow ``joint``'s mimics to the joint its chain ends at (one that mimics nothing, or a locked one other
+    than ``joint``): (that joint, multiplier, offset), q_joint = multiplier * q_end + offset. None when the chain
+    reaches a joint whose own problem is reported already (``broken``); a DescriptionError for a mimic of a
+    missing or fixed joint and for a cycle."""
+    multiplier, offset = sp.Integer(1), sp.Integer(0)
+    current, seen = joint, [joint.name]
+    while current.mimic is not None and (current is joint or current.name not in locked):
+        mimic = current.mimic
+        field_ = f"joint[{current.name}].mimic"
+        source = by_name.get(mimic.joint)
+        if source is None and mimic.joint in broken:
+            return None
+        if source is None:
+            close = [n for n in by_name if n.endswith(mimic.joint)] or \
+                difflib.get_close_matches(mimic.joint, list(by_name), 3)
+            hint = f" (did you mean {' or '.join(repr(n) for n in close[:3])}?)" if close else ""
+            raise reader.error(mimic.element, field_, f"joint {current.name!r} mimics {mimic.joint!r}, "
+                               f"which is not a joint of this URDF{hint}")
+        if source.kind not in MOVING_TYPES:
+            raise reader.error(mimic.element, field_, f"joint {current.name!r} mimics {mimic.joint!r}, "
+                               f"which is a {source.kind} joint (a mimic needs a moving joint to follow)")
+        # q_joint = multiplier * q_current + offset, q_current = m * q_source + o
+        multiplier, offset = multiplier * mimic.multiplier, multiplier * mimic.offset + offset
+        if source.name in seen:
+            names = " -> ".join(seen + [source.name])
+            raise reader.error(mimic.element, field_, f"mimic joints form a cycle ({names}): "
+                               "one of them must be driven by an independent joint")
+        seen.append(source.name)
+        current = source
+    return current, multiplier, offset
+
+
+def _lock_mimicked(reader: _Reader, joint: _UJoint, end: _UJoint, multiplier: sp.Expr, offset: sp.Expr,
+                   locked: dict[str, sp.Expr]) -> None:
+    """``joint`` mimics ``end`` (q_joint = multiplier * q_end + offset) and is locked: lock ``end`` where the
+    coupling puts ``joint`` at its lock, or check that ``end``'s own lock does."""
+    field_ = f"lock[{joint.name}]"
+    wanted = locked[joint.name]
+    relation = f"{joint.name} = {float(multiplier):g}*{end.name} {'-' if offset < 0 else '+'} {abs(float(offset)):g}"
+    if end.name in locked or multiplier == 0:
+        at = multiplier * locked[end.name] + offset if multiplier != 0 else offset
+        if abs(float(at - wanted)) > LIMIT_TOLERANCE * max(1.0, abs(float(wanted))):
+            reason = (f"{end.name!r} is locked at {float(locked[end.name]):g}" if multiplier != 0 else
+                      "the multiplier is 0")
+            raise reader.error(joint.element, field_, f"joint {joint.name!r} mimics {end.name!r} ({relation}) and "
+                               f"is locked at {float(wanted):g}, but {reason}, which puts it at {float(at):g}: lock "
+                               f"only {end.name!r} (its mimics follow it), or both consistently")
+        return
+    position = (wanted - offset) / multiplier
+    position = reader.angle(position) if end.kind != "prismatic" else position
+    _check_within_limits(reader, end, position, field_, f", which the lock of its mimic {joint.name!r} gives "
+                         f"{end.name!r} ({relation}),")
+    locked[end.name] = position
+
+
 def _resolve_mimics(reader: _Reader, joints: list[_UJoint], by_name: dict[str, _UJoint],
-                    locked: dict[str, sp.Expr], problems: DescriptionErrors) -> dict[str, tuple[str, sp.Expr, sp.Expr]]:
+                    locked: dict[str, sp.Expr], problems: DescriptionErrors,
+                    broken: set[str] = frozenset()) -> dict[str, tuple[str, sp.Expr, sp.Expr]]:
     """Each unlocked mimic joint -> (independent joint, multiplier, offset), chains composed.
 
-    A mimic whose chain ends at a locked joint, or whose composed multiplier is 0, is added to
-    ``locked`` at the position the coupling gives it."""
+    A locked mimic joint locks the joint its chain ends at, at the position the coupling gives (a lock already
+    there must agree), so that the mimic and what it follows stay coupled; one whose chain is broken (a mimic
+    of a missing or fixed joint) is just locked. A mimic whose chain ends at a locked
+    joint, or whose composed multiplier is 0, is added to ``locked`` at the position the coupling gives it."""
     couplings: dict[str, tuple[str, sp.Expr, sp.Expr]] = {}
     reported: set[tuple[int | None, str]] = set()  # a broken link of a chain is reported once
+
+    def report(error: DescriptionError) -> None:
+        if (error.line, error.message) not in reported:
+            reported.add((error.line, error.message))
+            problems.add(error)
+
+    for joint in [j for j in joints if j.mimic is not None and j.kind in MOVING_TYPES and j.name in locked]:
+        try:
+            chain = _mimic_chain(reader, joint, by_name, locked, broken)
+        except DescriptionError:  # a mimic of a missing or fixed joint: locking it is how such a file loads
+            continue
+        if chain is not None:
+            with problems.section():
+                _lock_mimicked(reader, joint, *chain, locked)
     for joint in joints:
         if joint.mimic is None or joint.kind not in MOVING_TYPES or joint.name in locked:
             continue
         try:
-            multiplier, offset = sp.Integer(1), sp.Integer(0)
-            current, seen = joint, [joint.name]
-            while current.mimic is not None and current.name not in locked:
-                mimic = current.mimic
-                field_ = f"joint[{current.name}].mimic"
-                source = by_name.get(mimic.joint)
-                if source is None:
-                    close = [n for n in by_name if n.endswith(mimic.joint)] or \
-                        difflib.get_close_matches(mimic.joint, list(by_name), 3)
-                    hint = f" (did you mean {' or '.join(repr(n) for n in close[:3])}?)" if close else ""
-                    raise reader.error(mimic.element, field_, f"joint {current.name!r} mimics {mimic.joint!r}, "
-                                       f"which is not a joint of this URDF{hint}")
-                if source.kind not in MOVING_TYPES:
-                    raise reader.error(mimic.element, field_, f"joint {current.name!r} mimics {mimic.joint!r}, "
-                                       f"which is a {source.kind} joint (a mimic needs a moving joint to follow)")
-                # q_joint = multiplier * q_current + offset, q_current = m * q_source + o
-                multiplier, offset = multiplier * mimic.multiplier, multiplier * mimic.offset + offset
-                if source.name in seen:
-                    names = " -> ".join(seen + [source.name])
-                    raise reader.error(mimic.element, field_, f"mimic joints form a cycle ({names}): "
-                                       "one of them must be driven by an independent joint")
-                seen.append(source.name)
-                current = source
+            chain = _mimic_chain(reader, joint, by_name, locked, broken)
+            if chain is None:
+                continue
+            current, multiplier, offset = chain
             if current.name in locked or multiplier == 0:
                 value = offset + (multiplier * locked[current.name] if multiplier != 0 else 0)
                 locked[joint.name] = reader.angle(value) if joint.kind != "prismatic" else value
             else:
                 couplings[joint.name] = (current.name, multiplier, offset)
         except DescriptionError as error:
-            if (error.line, error.message) not in reported:
-                reported.add((error.line, error.message))
-                problems.add(error)
+            report(error)
     return couplings
 
 
@@ -981,7 +1044,8 @@ def _flatten(reader: _Reader, root: _Link, links: dict[str, _Link], locked: Mapp
             with problems.section():
                 raise reader.error(link.element, f"link[{link.name}]", f"link {link.name!r} carried by joint "
                                    f"{joint.name!r} has no mass and nothing massive beyond it{coupled}: "
-                                   f"M would be singular (give it a mass, or lock it: lock={{{joint.name!r}: 0.0}})")
+                                   f"M would be singular (give it a mass, or lock it: --lock {joint.name}=0 on the "
+                                   f"command line, lock={{{joint.name!r}: 0.0}} in robodyn.load)")
 
     result = []
     for entry, body in zip(pending, bodies):
