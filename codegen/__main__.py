@@ -8,6 +8,7 @@ Exit statuses: robodyn.errors.EXIT_STATUS_HELP (0 success, 1 invalid input, 2 ba
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 
@@ -174,7 +175,8 @@ def _run(args, options: BuildOptions) -> int:
         extra = "".join(f", {k}={v!r}" for k, v in _option_keywords(options).items())
         extra += f", cache_dir={args.cache_dir!r}" if args.cache_dir else ""
         print(f"  robot = robodyn.load({args.description!r}{extra})")
-        print(f"or: python -m robodyn simulate {' '.join([args.description] + options.flags())}")
+        cache_flags = ["--cache-dir", str(args.cache_dir)] if args.cache_dir else []
+        print(f"or: python -m robodyn simulate {shlex.join([args.description, *options.flags(), *cache_flags])}")
     return 0
 
 

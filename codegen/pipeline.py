@@ -57,6 +57,10 @@ from robodyn.options import BuildOptions
 Progress = Callable[[str], None]
 
 
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 def stderr_writer(prefix: str = "[codegen]") -> Progress:
     """A progress callable printing ``prefix message`` lines on stderr."""
     def write(message: str) -> None:
@@ -302,8 +306,8 @@ def build(path: str | Path, options: BuildOptions | None = None, *, cache_dir: s
     say(f"parsing {request.path}")
     description = describe(request)  # an invalid description fails here, before anything is written
     parse_s = time.perf_counter() - clock
-    say(f"parsed {request.path} in {parse_s:.2f} s ({description.n} joints, "
-        f"{len(description.parameters)} parameters)")
+    say(f"parsed {request.path} in {parse_s:.2f} s ({_plural(description.n, 'joint')}, "
+        f"{_plural(len(description.parameters), 'parameter')})")
     with cache.lock(request.root, request.key):
         damaged = []
         found = None if force else lookup(request, started, damaged)  # another process may have built it meanwhile
@@ -333,7 +337,7 @@ def _build(request: Request, description, say: Progress, started: float, parse_s
 
     binding = translate_binding(Entry(request.root, description.name, request.key).module_name)
     try:
-        say(f"deriving the model of {description.n} joints ({request.options.method} method)")
+        say(f"deriving the model of {_plural(description.n, 'joint')} ({request.options.method} method)")
         early: dict = {}  # routines defined while the identification pass is derived beside the model
 
         def meanwhile(partial) -> None:

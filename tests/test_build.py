@@ -336,3 +336,23 @@ def test_a_build_without_the_install_time_translation_runs_cython(tmp_path, monk
     result = build(PENDULUM, cache_dir=tmp_path, force=True)
     assert result.selfcheck["passed"]
     assert made and made[0].command[:3] == [sys.executable, "-m", "cython"] and made[0].defines == ()
+
+
+def test_load_announces_a_build_only_once_it_runs_and_a_refused_description_prints_only_its_error(tmp_path):
+    """robodyn.load's default: what it builds and its stages once the build has taken a second, then what it
+    built; a description refused at once prints nothing (the exception says it all)."""
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(PENDULUM.read_text().replace("joints:", "joints: [", 1))
+    code = ("import sys, robodyn\ntry:\n    robodyn.load(sys.argv[1], cache_dir=sys.argv[2])\n"
+            "except robodyn.errors.DescriptionError as exc:\n    print(type(exc).__name__)\n")
+    result = subprocess.run([sys.executable, "-c", code, str(broken), str(tmp_path / "cache")], capture_output=True,
+                            text=True, cwd=tmp_path)
+    assert result.stdout.strip() == "DescriptionError" and result.stderr == "", result.stderr
+    code = "import sys, robodyn; robodyn.load(sys.argv[1], cache_dir=sys.argv[2], force=True)"
+    result = subprocess.run([sys.executable, "-c", code, str(PENDULUM), str(tmp_path / "cache")], capture_output=True,
+                            text=True, cwd=tmp_path)
+    lines = result.stderr.splitlines()
+    assert result.returncode == 0 and lines[-1].startswith("[robodyn] built pendulum in "), result.stderr
+    if len(lines) > 1:  # the build took over a second: the announcement first, then the stages
+        assert lines[0].startswith("[robodyn] building ") and all(
+            line.startswith("[codegen] ") for line in lines[1:-1]), result.stderr

@@ -8,6 +8,7 @@ import errno
 import json
 import os
 import signal
+import shlex
 import stat
 import subprocess
 import sys
@@ -107,7 +108,8 @@ def test_unusable_cache_directory_is_status_4_before_any_work(tmp_path, where):
 def test_output_destinations_are_checked_before_the_run(tmp_path, monkeypatch):
     a_file = _file(tmp_path)
     for option, destination in [("--json", a_file / "x.json"), ("--plot", a_file / "x.png"),
-                                ("--json", tmp_path), ("--json", "")]:
+                                ("--json", tmp_path), ("--json", ""),
+                                ("--json", "/proc/robodyn-missing/x.json")]:  # root may write anywhere but there
         result = _run("robodyn", "simulate", ROBOTS / "rr.yaml", option, destination,
                       "--cache-dir", tmp_path / "cache")
         _one_error(result, EXIT_INPUT, option)
@@ -378,3 +380,12 @@ def test_huge_description_is_refused_before_it_is_read(tmp_path):
         stream.truncate(20 * 1024**3)
     result = _run("codegen", path, "--cache-dir", tmp_path / "cache", timeout=60)
     _one_error(result, 1, "too large for a robot description")
+
+
+def test_the_build_report_names_the_cache_in_both_ways_to_use_it(cache_dir):
+    result = _run("codegen", ROBOTS / "rr.yaml", "--cache-dir", cache_dir)
+    assert result.returncode == 0, result.stderr
+    python = next(line for line in result.stdout.splitlines() if "robodyn.load(" in line)
+    shell = next(line for line in result.stdout.splitlines() if line.startswith("or: python -m robodyn simulate "))
+    assert f"cache_dir={str(cache_dir)!r}" in python, python
+    assert shlex.split(shell.removeprefix("or: "))[-2:] == ["--cache-dir", str(cache_dir)], shell

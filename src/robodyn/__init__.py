@@ -37,8 +37,9 @@ def load(path, options: BuildOptions | None = None, *, cache_dir=None, force: bo
 
     A cache hit needs neither SymPy nor a compiler run: it imports the module (milliseconds).
     A miss runs the generator (``codegen.pipeline.build``), a few seconds for a small robot, and
-    says so on stderr, with its stages (parse, derivation, emission, compilation, self-check) once
-    it has taken more than a second; ``verbose=True`` reports every stage at once (and cache hits),
+    says so on stderr, with its stages (parse, derivation, emission, compilation, self-check), once
+    it has taken more than a second (a description refused at once prints only the error), and
+    then what it built; ``verbose=True`` reports every stage at once (and cache hits),
     ``False`` nothing. A damaged cache entry is reported and rebuilt. Description warnings are
     issued with ``warnings.warn`` (robodyn.errors.DescriptionWarning).
 
@@ -80,17 +81,20 @@ def load(path, options: BuildOptions | None = None, *, cache_dir=None, force: bo
     from codegen.pipeline import build, delayed_progress, stderr_writer
 
     say = stderr_writer("[robodyn]")
-    progress = None
-    if verbose is None:
-        say(f"building {path} (first use; cached in {root})")
-        progress = delayed_progress(stderr_writer())
+    progress = delayed = None
+    if verbose is None:  # the announcement and the stages after a second: a description refused at once prints none
+        delayed = delayed_progress(lambda line: print(line, file=sys.stderr, flush=True))
+        delayed(f"[robodyn] building {path} (first use; cached in {root})")
+
+        def progress(message: str) -> None:
+            delayed(f"[codegen] {message}")
     elif verbose:
         progress = stderr_writer()
     try:
         built = build(path, options, cache_dir=root, force=force, progress=progress,
                       notice=None if verbose is False else say)
     finally:
-        getattr(progress, "cancel", lambda: None)()
+        getattr(delayed, "cancel", lambda: None)()
     if verbose is None:
         say(f"built {built.entry.robot} in {built.timings.get('total_s', 0.0):.1f} s, self-check "
             f"{built.selfcheck.get('status', 'passed')}")

@@ -75,15 +75,15 @@ def demo(args) -> int:
         platform = ", ".join(f"{name} = {value:.4f}" for name, value in zip(robot.task_coordinates, robot.dgm(q)))
         print(f"\nplatform {platform} "
               f"(assembly mode {robot.assembly_mode:+d}); singularity measures {robot.singularity_measures(q)}")
-    print(f"\nstate  q = {q}\n      qd = {qd}\n     qdd = {qdd}")
+    print(f"\nstate  q = {_shown(q)}\n      qd = {_shown(qd)}\n     qdd = {_shown(qdd)}")
     tau = robot.inverse_dynamics(q, qd, qdd)
-    print(f"inverse dynamics  tau = {tau}")
-    print(f"gravity          g(q) = {robot.g(q)}")
+    print(f"inverse dynamics  tau = {_shown(tau)}")
+    print(f"gravity          g(q) = {_shown(robot.g(q))}")
     if constrained:
         print("forward dynamics: by multipliers (robodyn.closed_chain), the accelerations above under no torque; "
               "the tree's tau includes the loops' constraint forces")
     else:
-        print(f"forward dynamics  qdd = {robot.forward_dynamics(q, qd, tau)}  (recovers the qdd above)")
+        print(f"forward dynamics  qdd = {_shown(robot.forward_dynamics(q, qd, tau))}  (recovers the qdd above)")
     print(f"energy  T = {robot.kinetic_energy(q, qd):.6g}, P = {robot.potential_energy(q):.6g}")
 
     out = np.empty(n)
@@ -210,6 +210,7 @@ def _check_output(path: str | None, option: str) -> str | None:
     socket must not be replaced). Returns the path to write: a symbolic link's target."""
     import os
     import stat
+    import tempfile
     from pathlib import Path
 
     if path is None:
@@ -233,6 +234,10 @@ def _check_output(path: str | None, option: str) -> str | None:
         raise ValueError(f"{option} {path}: {ancestor} is not a directory")
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise ValueError(f"{option} {path}: directory {ancestor} is not writable")
+    try:  # what access() cannot tell: root's writes refused (/proc, /sys), a file system mounted read-only
+        os.rmdir(tempfile.mkdtemp(prefix=".robodyn-probe-", dir=ancestor))
+    except OSError as exc:
+        raise ValueError(f"{option} {path}: cannot write in {ancestor} ({exc.strerror or exc})") from None
     return str(target)
 
 
@@ -339,7 +344,7 @@ def simulate_command(args) -> int:
     summary = trajectory.summary(robot)
     summary.update(controller=args.controller, reference=None if args.controller == "none" else reference_name,
                    integrator=args.integrator, substeps=args.substeps, rate_hz=args.rate,
-                   gains=_gains(controller))
+                   gains=_gains(controller), friction=_has_friction(robot, trajectory.qd[0]))
     x_ref = None
     if platform:
         x_ref = None if path_reference is None else path_reference.path.evaluate(trajectory.t)[0]
@@ -495,6 +500,18 @@ def _gains(controller) -> dict:
     return {"kp": controller.kp.tolist(), "kd": controller.kd.tolist()}
 
 
+def _shown(values: np.ndarray) -> np.ndarray:
+    """Values as the demo prints them (4 decimals): a rounding residue such as -1e-17 shows as 0., not -0."""
+    return np.round(values, 4) + 0.0
+
+
+def _has_friction(robot, velocity) -> bool:
+    """Whether the robot's friction (viscous or Coulomb) acts at some velocity: then energy is not conserved."""
+    if not hasattr(robot, "friction"):
+        return False
+    return bool(np.any(robot.friction(np.ones_like(velocity)) != 0.0))
+
+
 def _print_summary(summary: dict) -> None:
     from .task_space import format_point
 
@@ -520,7 +537,8 @@ def _print_summary(summary: dict) -> None:
         print(f"smallest normalised singularity measures: type 2 (det A) {summary['singularity_type2_min']:.3g}, "
               f"type 1 (det B) {summary['singularity_type1_min']:.3g}")
     if summary["controller"] == "none":  # under control the controller's work changes the energy
-        print(f"relative energy drift: {summary['energy_drift_rel']:.3e}")
+        losses = " (the model's friction dissipates energy)" if summary.get("friction") else ""
+        print(f"relative energy drift: {summary['energy_drift_rel']:.3e}{losses}")
     print(f"loop: wall {loop['wall_time_s']:.3f} s for {loop['ticks']} ticks "
           f"({summary['duration_s'] / max(loop['wall_time_s'], 1e-12):.0f} simulated s per wall s); "
           f"compute mean {us(loop['compute_mean_s'])}, p99 {us(loop['compute_p99_s'])}, "

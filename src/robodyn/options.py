@@ -75,7 +75,7 @@ class BuildOptions:
     derivatives: str = field(default="auto", metadata=_option(
         "--derivatives", "compile the derivative routines (inverse_dynamics_derivatives, forward_dynamics_derivatives; "
         "what linearize needs): 'yes', 'no', or 'auto' (default: yes for a fixed base, no for a floating base, whose "
-        "kernels add about 19 s to Solo12's build: 13 -> 32 s)", choices=DERIVATIVES))
+        "kernels add about 4 s to Solo12's build: 7 -> 11 s)", choices=DERIVATIVES))
     selfcheck: bool = field(default=True, metadata=_option(
         "--no-selfcheck", "skip the post-build self-check of every routine against its symbolic value (for those "
         "who know the model is right; the cache entry records that it was not checked)"))
