@@ -389,3 +389,43 @@ def test_the_build_report_names_the_cache_in_both_ways_to_use_it(cache_dir):
     shell = next(line for line in result.stdout.splitlines() if line.startswith("or: python -m robodyn simulate "))
     assert f"cache_dir={str(cache_dir)!r}" in python, python
     assert shlex.split(shell.removeprefix("or: "))[-2:] == ["--cache-dir", str(cache_dir)], shell
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(word) for word in text.split()]
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie (a dead orphan is reaped by init, a dead child of ours only once waited for)."""
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return status.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+def test_a_killed_build_takes_its_forked_worker_along_and_frees_the_cache_lock(tmp_path, how):
+    """The identification pass is derived in a forked worker, which inherits the build's cache lock: killed with
+    its parent it must not live on holding the lock (every later build of the robot would wait for it)."""
+    description, root = tmp_path / "rrr.yaml", tmp_path / "cache"
+    description.write_text((ROBOTS / "rrr.yaml").read_text() + f"\n# {time.time_ns()}\n")
+    process = subprocess.Popen([sys.executable, "-m", "codegen", str(description), "--cache-dir", str(root)],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not (workers := _children(process.pid)) and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.005)
+    assert workers, "the build forked no worker (it derives its identification pass beside the model)"
+    process.send_signal(how)
+    process.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in workers), f"worker(s) {workers} outlived the build"
+    again = _run("codegen", description, "--cache-dir", root, timeout=120)
+    assert again.returncode == 0 and "built" in again.stdout, again.stderr

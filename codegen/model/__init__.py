@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from robodyn.options import BuildOptions
 
 # The Euler-Lagrange route gives readable closed forms but differentiates M, which
@@ -136,7 +138,6 @@ class _RegressorBeside:
     @classmethod
     def start(cls, description, progress) -> "_RegressorBeside | None":
         import multiprocessing
-        import os
         import threading
         from concurrent.futures import ProcessPoolExecutor
 
@@ -149,7 +150,7 @@ class _RegressorBeside:
         # The child inherits the job rather than receiving it pickled (the worker forks at submit).
         cls._job = (description,)
         executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
-                                       initializer=_ignore_interrupts)
+                                       initializer=_child_setup, initargs=(os.getpid(),))
         try:
             future = executor.submit(_derive_inherited_regressor)
         except OSError:  # no fork (out of memory, a process limit): the pass is derived here
@@ -191,12 +192,39 @@ class _RegressorBeside:
                 process.join()
 
 
-def _ignore_interrupts() -> None:
-    """The child's initializer: Ctrl-C reaches the whole process group, and the parent, which handles it, stops the
-    child (an idle child would otherwise print a traceback of its own)."""
+def _child_setup(parent: int) -> None:
+    """The child's initializer. Ctrl-C reaches the whole process group, and the parent, which handles it, stops the
+    child (an idle child would otherwise print a traceback of its own), so the child ignores it. A parent that dies
+    otherwise (SIGTERM, SIGKILL) takes the child with it: an orphaned worker would wait for work forever, holding
+    the build's cache lock it inherited, and every later build of the robot would wait for that lock."""
     import signal
+    import sys
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:  # PR_SET_PDEATHSIG (1): the kernel sends SIGKILL when the parent dies
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            _watch_parent(parent)
+    else:
+        _watch_parent(parent)
+    if os.getppid() != parent:  # it died before the signal was armed
+        os._exit(1)
+
+
+def _watch_parent(parent: int) -> None:
+    """Without PR_SET_PDEATHSIG: a daemon thread ends the process once its parent is gone (checked each 0.2 s)."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="robodyn-parent-watch", daemon=True).start()
 
 
 def _derive_inherited_regressor():
