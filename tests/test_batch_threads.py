@@ -4,6 +4,7 @@ row reported whichever chunk it falls in, the setting validated and carried by c
 from __future__ import annotations
 
 import pickle
+import threading
 
 import numpy as np
 import pytest
@@ -160,3 +161,35 @@ def test_an_interrupted_batch_leaves_no_thread_writing(load, monkeypatch):
     finally:
         signal.signal(signal.SIGALRM, previous)
         puma.threads = "auto"
+
+
+def test_a_pool_outgrown_while_another_thread_uses_it_keeps_serving_that_thread(rrr):
+    """Batches in two threads while one of them keeps growing the shared pool (robot.threads larger each time): the
+    other thread's batches never meet a pool shut down under them ("cannot schedule new futures after shutdown"),
+    and their values stay those of one thread."""
+    rows = _rows(rrr, "inverse_dynamics")
+    Q = np.random.default_rng(0).uniform(-1.0, 1.0, (rows, 3))
+    rrr.threads = 1
+    expected = rrr.inverse_dynamics(Q, Q, Q)
+    steady, growing = rrr.copy(), rrr.copy()
+    steady.threads = 2
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def batches() -> None:
+        while not stop.is_set():
+            try:
+                np.testing.assert_array_equal(steady.inverse_dynamics(Q, Q, Q), expected)
+            except Exception as exc:  # noqa: BLE001 - any failure is the finding
+                errors.append(repr(exc))
+
+    thread = threading.Thread(target=batches)
+    thread.start()
+    try:
+        for threads in range(3, 40):
+            growing.threads = threads
+            np.testing.assert_array_equal(growing.inverse_dynamics(Q, Q, Q), expected)
+    finally:
+        stop.set()
+        thread.join()
+    assert not errors, f"{len(errors)} failures, e.g. {errors[:2]}"

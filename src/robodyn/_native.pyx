@@ -385,14 +385,15 @@ cdef int _USABLE_CORES = usable_cores()
 
 
 cdef object _pool(int workers):
-    """A thread pool of at least ``workers`` threads, this process's own."""
+    """A thread pool of at least ``workers`` threads, this process's own. A larger one replaces a smaller one
+    without shutting it down: another thread's batch may be submitting to it (it then failed: "cannot schedule new
+    futures after shutdown"); its idle threads end once the last batch holding it lets it go (concurrent.futures
+    wakes them when the executor is collected)."""
     global _POOL, _POOL_PID, _POOL_WORKERS
     import os
     import threading
     if _POOL is None or _POOL_PID != os.getpid() or _POOL_WORKERS < workers:
         from concurrent.futures import ThreadPoolExecutor
-        if _POOL is not None and _POOL_PID == os.getpid():
-            _POOL.shutdown(wait=False)
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="robodyn-batch")
         # Its threads started now (each job waits for the others: one thread each), not by the batch's submits: an
         # exception raised in this thread (Ctrl-C) while a submit waits for a new thread to start could leave a job
@@ -400,7 +401,9 @@ cdef object _pool(int workers):
         started = threading.Barrier(workers)
         for future in [pool.submit(started.wait, 60.0) for _ in range(workers)]:
             future.result()
-        _POOL, _POOL_PID, _POOL_WORKERS = pool, os.getpid(), workers
+        if _POOL is None or _POOL_PID != os.getpid() or _POOL_WORKERS < workers:  # not outgrown meanwhile
+            _POOL, _POOL_PID, _POOL_WORKERS = pool, os.getpid(), workers
+        return pool
     return _POOL
 
 
