@@ -139,6 +139,9 @@ def test_default_root_from_the_environment(monkeypatch, tmp_path):
     assert cache.default_root() == tmp_path / "home" / ".cache" / "robodyn"
     monkeypatch.setenv("ROBODYN_CACHE_DIR", "~/robodyn-cache")
     assert cache.default_root() == tmp_path / "home" / "robodyn-cache"
+    monkeypatch.setenv("ROBODYN_CACHE_DIR", "~no-such-user-of-robodyn/cache")
+    with pytest.raises(StorageError, match="cannot expand '~no-such-user-of-robodyn'"):
+        cache.default_root()
     monkeypatch.delenv("ROBODYN_CACHE_DIR")
     monkeypatch.delenv("XDG_CACHE_HOME")
 
@@ -429,3 +432,11 @@ def test_a_killed_build_takes_its_forked_worker_along_and_frees_the_cache_lock(t
     assert not any(_alive(pid) for pid in workers), f"worker(s) {workers} outlived the build"
     again = _run("codegen", description, "--cache-dir", root, timeout=120)
     assert again.returncode == 0 and "built" in again.stdout, again.stderr
+
+
+def test_cli_errors_for_an_environment_and_a_controller_that_do_not_fit(tmp_path):
+    result = _run("codegen", ROBOTS / "rr.yaml", env={"ROBODYN_CACHE_DIR": "~no-such-user-of-robodyn/x"})
+    _one_error(result, EXIT_ENVIRONMENT, "cannot expand '~no-such-user-of-robodyn'")
+    result = _run("robodyn", "simulate", ROBOTS / "rr.yaml", "--controller", "standing", "--duration", "0.01",
+                  "--cache-dir", tmp_path / "cache", "--quiet")
+    _one_error(result, EXIT_USAGE, "--controller standing is for floating-base robots")

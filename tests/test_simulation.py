@@ -212,6 +212,24 @@ def test_substeps_are_smaller_steps(load):
     np.testing.assert_allclose(coarse.q[-1], fine.q[-1], rtol=1e-12, atol=1e-13)
 
 
+def test_a_torque_that_is_a_view_of_the_state_is_held_over_the_substeps(load):
+    """The step advances q and qd in place: a torque (or wrench) that shares their memory is held at its value when
+    written, as a copy would be, not changed from one substep to the next."""
+    robot = load("rr")
+    aliased = SimulatedPlant(robot, 0.01, q0=Q0, qd0=QD0, substeps=10)
+    copied = SimulatedPlant(robot, 0.01, q0=Q0, qd0=QD0, substeps=10)
+    aliased.write(aliased.qd)
+    copied.write(copied.qd.copy())
+    np.testing.assert_array_equal(aliased.q, copied.q)
+    np.testing.assert_array_equal(aliased.qd, copied.qd)
+    q, qd = np.array(Q0, dtype=float), np.array(QD0, dtype=float)
+    q2, qd2 = q.copy(), qd.copy()
+    state = np.concatenate([q, qd])  # q, qd and the torque as views of one array
+    robot._step(state[:2], state[2:], state[1:3], dt=0.01, substeps=10)
+    robot._step(q2, qd2, np.array([q[1], qd[0]]), dt=0.01, substeps=10)
+    np.testing.assert_array_equal(state, np.concatenate([q2, qd2]))
+
+
 def test_solve_ivp_path_agrees_with_rk4(load):
     robot = load("rr")
     adaptive = simulate(robot, duration=1.0, rate=100, q0=Q0, qd0=QD0, integrator="RK45", rtol=1e-10, atol=1e-12)

@@ -269,6 +269,11 @@ def simulate_command(args) -> int:
               "with base: {floating: true, ...}); robodyn.simulate(..., contacts=) holds frames of any robot",
               file=sys.stderr)
         return 2
+    if args.controller == "standing":
+        print("error: --controller standing is for floating-base robots standing on --contacts (a URDF with --base "
+              "floating); a fixed-base robot: --controller none, lqr or one of the tracking controllers",
+              file=sys.stderr)
+        return 2
     constrained = robot.is_constrained
     equilibrium = _vector_option(args.equilibrium, robot.n, "--equilibrium")
     if equilibrium is not None and args.controller not in (None, "lqr"):

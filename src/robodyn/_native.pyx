@@ -882,17 +882,26 @@ cdef class RobotCore:
         cdef const double* hp = NULL if h is None else _fast_vector(h, WRENCH)
         if (qp == NULL or qdp == NULL or taup == NULL or (h is not None and hp == NULL)
                 or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>q) or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>qd)
-                or _overlaps(qp, nq, qdp, n)
+                or _overlaps(qp, nq, qdp, n) or _overlaps(taup, n, qp, nq) or _overlaps(taup, n, qdp, n)
+                or (hp != NULL and (_overlaps(hp, WRENCH, qp, nq) or _overlaps(hp, WRENCH, qdp, n)))
                 or not isfinite(_sum(qp, nq) + _sum(qdp, n) + _sum(taup, n) + _sum(self._core.p, self._core.n_params)
                                 + (0.0 if hp == NULL else _sum(hp, WRENCH)))):
             qp = _data(_checked(q, "q", -1, nq, True))
             qdp = _data(_checked(qd, "qd", -1, n, True))
             _check_finite(qp, nq, "q")
             _check_finite(qdp, n, "qd")
-            taup = _data(_checked(tau, "tau", -1, n, False))
-            hp = NULL if h is None else _data(_checked(h, "h", -1, WRENCH, False))
+            tau = _checked(tau, "tau", -1, n, False)
+            h = None if h is None else _checked(h, "h", -1, WRENCH, False)
             if _overlaps(qp, nq, qdp, n):
                 raise ValueError("q and qd must not share memory")
+            # Torque and wrench are held over the substeps while q and qd advance in place: a view of either is
+            # copied first (else the torque would change from one substep to the next).
+            if _overlaps(_data(tau), n, qp, nq) or _overlaps(_data(tau), n, qdp, n):
+                tau = np.array(tau)
+            if h is not None and (_overlaps(_data(h), WRENCH, qp, nq) or _overlaps(_data(h), WRENCH, qdp, n)):
+                h = np.array(h)
+            taup = _data(tau)
+            hp = NULL if h is None else _data(h)
             _check_finite(self._core.p, self._core.n_params, "params")
         if self._model.floating:
             _check_quaternion(qp, "q")

@@ -73,7 +73,11 @@ def default_root() -> Path:
 
     explicit = os.environ.get("ROBODYN_CACHE_DIR", "").strip()
     if explicit:
-        return Path(explicit).expanduser()
+        try:
+            return Path(explicit).expanduser()
+        except RuntimeError:  # ~user of no such user, or ~ without a home
+            raise StorageError(f"cache directory $ROBODYN_CACHE_DIR={explicit!r}: cannot expand "
+                               f"{explicit.split(os.sep)[0]!r} (no such user or home directory)") from None
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
     if xdg and os.path.isabs(xdg):
         return Path(xdg) / "robodyn"
