@@ -165,6 +165,24 @@ def test_stale_temporaries_go_on_a_cache_hit_live_ones_stay(copy, how):
         sleeper.wait()
 
 
+def test_a_stale_temporary_that_is_a_link_or_a_file_goes_too_and_a_link_s_target_stays(copy, tmp_path):
+    """A cache entry replaced by a symbolic link is discarded by renaming it to a temporary name: rmtree refuses a
+    link, so the name stayed for ever; now the link goes (its target is never touched), as does a plain file."""
+    root, _, key = copy
+    target = tmp_path / "elsewhere"
+    (target / "build").mkdir(parents=True)
+    (target / "build" / "keep.o").write_bytes(b"not the cache's")
+    dead = _dead_pid()
+    link = root / f".tmp-pendulum-0123456789abcdef-{dead}-discarded"
+    link.symlink_to(target, target_is_directory=True)
+    plain = root / f".tmp-pendulum-0123456789abcdef-{dead}-abcd1234"
+    plain.write_bytes(b"x")
+    removed = cache.remove_stale_temporaries(root)
+    assert link in removed and plain in removed
+    assert not link.is_symlink() and not plain.exists()
+    assert (target / "build" / "keep.o").read_bytes() == b"not the cache's"
+
+
 def test_tidy_leaves_a_read_only_cache_alone(copy, monkeypatch):
     """Root writes through chmod 0o555, so the cache is made read-only as tidy sees it (os.access)."""
     root, _, key = copy

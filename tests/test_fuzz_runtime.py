@@ -8,6 +8,7 @@ every call; ``ROBODYN_SLOW=1`` runs 5 x 10^6. Plus pins for absurd simulation ar
 from __future__ import annotations
 
 import math
+import warnings
 import os
 import threading
 import time
@@ -175,6 +176,21 @@ def test_parameter_values(load, value):
     robot.params.reset()
 
 
+def test_the_parameter_vector_cannot_be_made_writable_again(load):
+    """parameter_values is the live vector, read-only: a NaN written through it would reach the fast path unchecked."""
+    robot = load("rr").copy()
+    values = robot.parameter_values
+    with pytest.raises(ValueError):
+        values.flags.writeable = True
+    with pytest.raises(ValueError):
+        values[0] = np.nan
+    name = next(iter(robot.params))
+    robot.params[name] = 7.5  # live: the view sees changes made through params
+    assert values[0] == 7.5 and np.all(np.isfinite(robot.M(np.array([0.1, 0.2]))))
+    robot._set_parameters(np.arange(1.0, len(values) + 1.0))  # every value at once, still through the checks
+    assert np.array_equal(values, np.arange(1.0, len(values) + 1.0))
+
+
 # -- absurd simulation arguments: a clear ValueError at once, never a hang ---------------------------
 
 @pytest.mark.parametrize("rate", [0, -1, float("nan"), float("inf"), 1e-300, "1000", None, True])
@@ -231,3 +247,38 @@ def test_harness_ticks(load):
             harness.run(ticks=ticks)
     with pytest.raises(TypeError, match="realtime"):
         harness.run(0.01, realtime="yes")
+
+
+@pytest.mark.parametrize("dt", [float("nan"), float("inf"), "2", True, None, 1j])
+def test_integrate_refuses_a_step_that_is_not_a_finite_number(load, dt):
+    robot = load("rr")
+    with pytest.raises(ValueError, match="dt: expected a finite number"):
+        robot.integrate(np.zeros(2), np.ones(2), dt)
+
+
+def test_python_level_helpers_refuse_complex_and_masked_values_as_the_routines_do(load):
+    """integrate, difference and tree_velocities would drop an imaginary part or ignore a mask."""
+    robot = load("rr")
+    with pytest.raises(TypeError, match="q: expected real numbers"):
+        robot.integrate(np.array([0.1 + 1j, 0.2]), np.ones(2), 0.1)
+    with pytest.raises(TypeError, match="complex"):
+        robot.M(np.array([0.1 + 1j, 0.2]))  # the compiled routine's rule
+    masked = np.ma.masked_array([0.1, 0.2], mask=[False, True])
+    with pytest.raises(ValueError, match="q1: has masked entries"):
+        robot.difference(np.zeros(2), masked)
+    unmasked = np.ma.masked_array([0.1, 0.2], mask=[False, False])
+    np.testing.assert_array_equal(robot.difference(np.zeros(2), unmasked), [0.1, 0.2])
+    chain = load("biglide")
+    with pytest.raises(TypeError, match="qd: expected real numbers"):
+        chain.tree_velocities(np.array([0.1, 0.2]), np.array([1j, 0.0]))
+
+
+def test_a_linearisation_step_too_long_for_the_motion_says_so(load):
+    robot = load("rrr")
+    q = np.array([0.3, -0.2, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning either
+        with pytest.raises(ValueError, match=r"dt=1e\+300 s: .* use a shorter dt"):
+            robot.linearize(q, q, q, dt=1e300)
+    A, B = robot.linearize(q, q, q, dt=1e-3)
+    assert np.all(np.isfinite(A)) and np.all(np.isfinite(B))

@@ -33,7 +33,7 @@ cimport cython
 cimport numpy as cnp
 from libc.math cimport isfinite
 from libc.stdint cimport uintptr_t
-from libc.string cimport strcmp
+from libc.string cimport memcpy, strcmp
 
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF, PyObject, Py_XDECREF
@@ -612,6 +612,9 @@ cdef class RobotCore:
         self._core.n_params = table.n_params
         self._params = np.array([table.param_defaults[i] for i in range(table.n_params)] or [0.0], dtype=np.float64)
         self._core.p = <double*>cnp.PyArray_DATA(self._params)
+        # Written only through _core.p (by _set_parameter(s), which keep every value finite): read-only to NumPy,
+        # so no view of it (parameter_values) can be made writable again.
+        self._params.flags.writeable = False
         self._set_gil_mode(1)
         self._model.n = table.n
         self._model.n_params = table.n_params
@@ -681,9 +684,7 @@ cdef class RobotCore:
     def parameter_values(self):
         """The live parameter vector (float64, order of the description), read-only: change it through
         ``robot.params`` (or ``_set_parameters``), which keeps every value finite, so calls need not check."""
-        view = self._params[:self._core.n_params]
-        view.flags.writeable = False
-        return view
+        return self._params[:self._core.n_params]
 
     def _set_parameter(self, Py_ssize_t index, double value):
         """Set one parameter (finite values only)."""
@@ -700,7 +701,7 @@ cdef class RobotCore:
             raise ValueError(f"expected {self._core.n_params} parameter values, got shape {array.shape}")
         if not np.all(np.isfinite(array)):
             raise ValueError("parameter values must be finite")
-        self._params[:self._core.n_params] = array
+        memcpy(self._core.p, cnp.PyArray_DATA(<cnp.ndarray>array), self._core.n_params * sizeof(double))
 
     @property
     def release_gil(self):

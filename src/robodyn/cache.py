@@ -364,7 +364,19 @@ def discard(entry: Entry) -> None:
         os.rename(entry.directory, aside)
     except OSError:
         return
-    shutil.rmtree(aside, ignore_errors=True)
+    _remove(aside)
+
+
+def _remove(path: Path) -> None:
+    """Delete a build directory or whatever took its name (a symbolic link, which rmtree refuses: only the link
+    goes, never its target; a plain file); best effort."""
+    try:
+        if path.is_symlink() or not path.is_dir():
+            path.unlink(missing_ok=True)
+            return
+    except OSError:
+        return
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -392,7 +404,7 @@ def remove_stale_temporaries(root: Path) -> list[Path]:
         except (ValueError, IndexError):
             continue
         if pid > 0 and pid != os.getpid() and not _pid_alive(pid):
-            shutil.rmtree(directory, ignore_errors=True)
+            _remove(directory)
             removed.append(directory)
     return removed
 

@@ -25,6 +25,8 @@ import math
 
 import numpy as np
 
+from ._arrays import finite_number, float_array
+
 __all__ = ["QUATERNION_TOLERANCE", "BASE_CONFIGURATION", "BASE_VELOCITY", "neutral", "integrate", "difference",
            "normalize", "check_configuration", "base_pose", "exp_se3", "log_se3"]
 
@@ -36,7 +38,7 @@ _SERIES_ANGLE = 1e-2  # below this rotation angle, series replace the closed for
 
 
 def _array(value, name: str, width: int | None) -> np.ndarray:
-    array = np.array(value, dtype=float, ndmin=1)
+    array = float_array(value, name, ndmin=1)
     if array.ndim not in (1, 2) or (width is not None and array.shape[-1] != width):
         expected = "(nq,) or (N, nq)" if width is None else f"({width},) or (N, {width})"
         raise ValueError(f"{name}: expected shape {expected}, got {np.shape(value)}")
@@ -157,9 +159,7 @@ def integrate(q, v, dt: float = 1.0) -> np.ndarray:
     joints q_J + dt q̇_J. Pinocchio's ``integrate(model, q, v * dt)``."""
     q = check_configuration(q)
     v = _array(v, "v", q.shape[-1] - 1)
-    if isinstance(dt, bool) or not isinstance(dt, (int, float, np.integer, np.floating)) or not np.isfinite(dt):
-        raise ValueError(f"dt: expected a finite number, got {dt!r}")
-    step = v * float(dt)
+    step = v * finite_number(dt, "dt")
     if q.ndim == 1 and step.ndim == 1:
         return _integrate_one(q, step)
     rotation, position = _rotation(q[..., 3:7]), q[..., :3]

@@ -26,13 +26,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._arrays import float_array
+
 __all__ = ["forward_dynamics_derivatives", "forward_dynamics_parameter_derivatives", "linearize", "joint_torque"]
 
 
 def forward_dynamics_derivatives(robot, q, qd, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(∂q̈/∂q, ∂q̈/∂q̇, ∂q̈/∂τ = M⁻¹) at one state; Coulomb friction's derivative is taken as zero. The
     compiled routine ``robot.forward_dynamics_derivatives`` (the formula above, one factorisation of M in C)."""
-    q, qd, tau = (np.ascontiguousarray(v, dtype=float) for v in (q, qd, tau))
+    q, qd, tau = (float_array(v, name) for v, name in ((q, "q"), (qd, "qd"), (tau, "tau")))
     return robot.forward_dynamics_derivatives(q, qd, tau)
 
 
@@ -45,7 +47,7 @@ def forward_dynamics_parameter_derivatives(robot, q, qd, tau) -> np.ndarray:
     if "regressor" not in robot.routine_names:
         raise AttributeError(f"robot {robot.name!r} has no regressor (closed chains have none yet): no parameter "
                              "derivatives")
-    q, qd, tau = (np.ascontiguousarray(v, dtype=float) for v in (q, qd, tau))
+    q, qd, tau = (float_array(v, name) for v, name in ((q, "q"), (qd, "qd"), (tau, "tau")))
     qdd = robot.forward_dynamics(q, qd, tau)
     return -cho_solve(cho_factor(robot.M(q)), robot.regressor(q, qd, qdd))
 
@@ -53,7 +55,7 @@ def forward_dynamics_parameter_derivatives(robot, q, qd, tau) -> np.ndarray:
 def joint_torque(robot, tau) -> np.ndarray:
     """The n joint torques for ``tau`` given per joint (n values, zero on passive joints up to round-off, e.g.
     g(q) at an equilibrium) or per motor (``robot.n_actuated`` values, in the order of ``robot.actuated``)."""
-    tau = np.ascontiguousarray(tau, dtype=float)
+    tau = float_array(tau, "tau")
     actuated = list(robot.actuated)
     if tau.shape == (robot.n,):
         tolerance = 1e-9 * (1.0 + float(np.max(np.abs(tau))))
@@ -105,21 +107,39 @@ def linearize(robot, q, qd, tau, dt: float | None = None) -> tuple[np.ndarray, n
     _require_derivatives(robot)
     if getattr(robot, "is_floating_base", False):
         return _linearize_floating(robot, q, qd, tau, _step_length(dt))
-    q, qd = (np.ascontiguousarray(v, dtype=float) for v in (q, qd))
+    q, qd = float_array(q, "q"), float_array(qd, "qd")
     tau = joint_torque(robot, tau)
     n = q.size
     dt = _step_length(dt)
     if dt is None:
         return _continuous(robot, q, qd, tau)
 
+    def staged(x):  # an RK4 stage's state, which a step far too long for the motion takes beyond the doubles
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"dt={dt:g} s: an intermediate state of the RK4 step is not finite (the step is far "
+                             "too long for the motion at this state); use a shorter dt")
+        return x
+
     def f(x):
+        x = staged(x)
         return np.concatenate((x[n:], robot.forward_dynamics(x[:n], x[n:], tau)))
 
     def jacobians(x):
+        x = staged(x)
         return _continuous(robot, np.ascontiguousarray(x[:n]), np.ascontiguousarray(x[n:]), tau)
 
     x = np.concatenate((q, qd))
     identity = np.eye(2 * n)
+    with np.errstate(over="ignore", invalid="ignore"):  # a stage beyond the doubles is refused by staged()
+        Ad, Bd = _rk4_jacobians(f, jacobians, x, identity, dt)
+    if not (np.all(np.isfinite(Ad)) and np.all(np.isfinite(Bd))):
+        raise ValueError(f"dt={dt:g} s: the step's Jacobians are not finite (the step is far too long for the motion "
+                         "at this state); use a shorter dt")
+    return Ad, Bd
+
+
+def _rk4_jacobians(f, jacobians, x, identity, dt):
+    """(∂Φ/∂x, ∂Φ/∂u) of one RK4 step Φ of length dt, from the stages' f and their Jacobians (A_i, B_i)."""
     # k_i = f(x + c_i dt k_{i-1}); dk_i/dx = A_i (I + c_i dt dk_{i-1}/dx), dk_i/du = A_i c_i dt dk_{i-1}/du + B_i
     k1 = f(x)
     A1, B1 = jacobians(x)

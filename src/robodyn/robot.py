@@ -10,6 +10,7 @@ from typing import Iterator
 import numpy as np
 
 from . import routines
+from ._arrays import finite_number, float_array
 from ._native import RobotCore, make_method
 from .cache import MANIFEST, SELFCHECK
 from .options import BuildOptions
@@ -176,7 +177,7 @@ class Robot(RobotCore):
             from .floating_base import integrate
 
             return integrate(self._positions(q), self._velocities(v), dt)
-        return self._positions(q) + float(dt) * self._velocities(v)
+        return self._positions(q) + finite_number(dt, "dt") * self._velocities(v)
 
     def difference(self, q0, q1) -> np.ndarray:
         """The velocity that ``integrate`` turns q0 into q1 with in unit time (Pinocchio's difference): q1 - q0
@@ -512,7 +513,7 @@ class Robot(RobotCore):
         """Every joint's velocity in the virtual tree: actuated qd, passive Jp(q) qd (build's assembly mode)."""
         info = self._chain(closed_form=True)
         jacobian = self.passive_jacobian(q)  # checks q like every routine
-        qd = np.asarray(qd, dtype=float)
+        qd = float_array(qd, "qd")
         if qd.shape != np.shape(q):
             raise ValueError(f"qd: expected shape {np.shape(q)} like q, got {qd.shape}")
         if not np.all(np.isfinite(qd)):
@@ -567,7 +568,7 @@ class Robot(RobotCore):
 
 def _vector(value, name: str, width: int) -> np.ndarray:
     """A new float array of shape (width,) or (N, width), finite."""
-    array = np.array(value, dtype=float)
+    array = float_array(value, name)
     if array.ndim not in (1, 2) or array.shape[-1] != width:
         raise ValueError(f"{name}: expected shape ({width},) or (N, {width}), got {array.shape}")
     if not np.all(np.isfinite(array)):
