@@ -225,3 +225,26 @@ def test_selfcheck_report_with_malformed_checks_is_damage(copy, edit):
     edit(report)
     path.write_text(json.dumps(report))
     assert "selfcheck.json" in _reason(root, key)
+
+
+def test_an_entry_whose_module_does_not_import_is_rebuilt_by_load(copy, tmp_path):
+    """Another robot's module copied in, its manifest's size and hash rewritten to match (deliberate tampering: the
+    checks of the entry pass): the import fails on the module's name, and robodyn.load says so and rebuilds."""
+    from codegen.pipeline import build
+
+    root, directory, key = copy
+    other = build(ROOT / "robots" / "rr.yaml", cache_dir=tmp_path / "other")
+    module = _module(directory)
+    shutil.copyfile(other.module_path, module)
+    manifest = json.loads((directory / MANIFEST).read_text())
+    manifest.update(module_size=module.stat().st_size, module_sha256=cache.file_sha256(module))
+    (directory / MANIFEST).write_text(json.dumps(manifest))
+    assert cache.inspect(root, key)[0] is not None  # the entry's own checks pass
+    code = "import sys, robodyn; print(robodyn.load(sys.argv[1], cache_dir=sys.argv[2]).n)"
+    result = subprocess.run([sys.executable, "-c", code, str(PENDULUM), str(root)], capture_output=True, text=True,
+                            cwd=tmp_path, timeout=600)
+    assert result.returncode == 0 and result.stdout.strip() == "1", result.stderr
+    assert "cannot be imported" in result.stderr and "rebuilding" in result.stderr, result.stderr
+    again = subprocess.run([sys.executable, "-c", code, str(PENDULUM), str(root)], capture_output=True, text=True,
+                           cwd=tmp_path, timeout=600)
+    assert again.returncode == 0 and again.stdout.strip() == "1" and again.stderr == "", again.stderr

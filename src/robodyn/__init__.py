@@ -72,12 +72,19 @@ def load(path, options: BuildOptions | None = None, *, cache_dir=None, force: bo
         found = cache.find(root, key)
         if found is not None:
             entry, manifest = found
-            module = cache.import_extension(entry.module_name, entry.module_path)
-            if verbose:
-                print(f"[robodyn] cache hit: {entry.directory} ({(time.perf_counter() - started) * 1e3:.0f} ms)",
-                      file=sys.stderr, flush=True)
-            return Robot(module, source=Path(path), options=options, manifest=manifest, selfcheck=entry.selfcheck(),
-                         cache_dir=root)
+            try:
+                module = cache.import_extension(entry.module_name, entry.module_path)
+            except ImportError as exc:  # its manifest vouches for a module that does not import: build it again
+                if verbose is not False:
+                    print(f"[robodyn] cache entry {entry.directory} cannot be imported ({exc}); rebuilding",
+                          file=sys.stderr, flush=True)
+                force = True
+            else:
+                if verbose:
+                    print(f"[robodyn] cache hit: {entry.directory} ({(time.perf_counter() - started) * 1e3:.0f} ms)",
+                          file=sys.stderr, flush=True)
+                return Robot(module, source=Path(path), options=options, manifest=manifest,
+                             selfcheck=entry.selfcheck(), cache_dir=root)
     from codegen.pipeline import build, delayed_progress, stderr_writer
 
     say = stderr_writer("[robodyn]")
