@@ -347,7 +347,10 @@ def test_load_announces_a_build_only_once_it_runs_and_a_refused_description_prin
             "except robodyn.errors.DescriptionError as exc:\n    print(type(exc).__name__)\n")
     result = subprocess.run([sys.executable, "-c", code, str(broken), str(tmp_path / "cache")], capture_output=True,
                             text=True, cwd=tmp_path)
-    assert result.stdout.strip() == "DescriptionError" and result.stderr == "", result.stderr
+    assert result.stdout.strip() == "DescriptionError", result.stderr
+    # Nothing, unless this host took over a second to refuse it: then the build's progress so far, no traceback.
+    assert all(line.startswith(("[robodyn] building ", "[codegen] ")) for line in result.stderr.splitlines()), \
+        result.stderr
     code = "import sys, robodyn; robodyn.load(sys.argv[1], cache_dir=sys.argv[2], force=True)"
     result = subprocess.run([sys.executable, "-c", code, str(PENDULUM), str(tmp_path / "cache")], capture_output=True,
                             text=True, cwd=tmp_path)

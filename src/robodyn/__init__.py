@@ -85,6 +85,7 @@ def load(path, options: BuildOptions | None = None, *, cache_dir=None, force: bo
                           file=sys.stderr, flush=True)
                 return Robot(module, source=Path(path), options=options, manifest=manifest,
                              selfcheck=entry.selfcheck(), cache_dir=root)
+    import codegen.description  # noqa: F401 - SymPy's import, before the announcement's second starts
     from codegen.pipeline import build, delayed_progress, stderr_writer
 
     say = stderr_writer("[robodyn]")
