@@ -92,6 +92,29 @@ def test_known_zeros_give_the_notes_four_inertial_combinations(setting):
     assert np.all(result.estimated[zero] == 0.0)
 
 
+def test_consistent_estimate_keeps_known_zeros_at_zero(tmp_path):
+    """method="consistent" with known_zeros on robots/rr.yaml, whose description has no Coulomb friction (Fs1 and
+    Fs2 known zeros): they stay at zero. Their columns used to be blanked, which left them to a 1e-6 regularisation
+    while Fs >= 0 let them drift: Coulomb friction of 13 N m came out, and was written into the model."""
+    pytest.importorskip("cvxpy")
+    robot = robodyn.load(ROOT / "robots" / "rr.yaml", cache_dir=tmp_path / "cache", verbose=False)
+    truth = robot.copy()
+    truth.params["m2"], truth.params["D"] = 60.0, 30.0
+    t, q, qd, qdd = _trajectory(robot.joint_names).sample(1000.0)
+    measured = simulate_measurements(truth, t, q, qd, qdd, encoder_noise=2e-5, torque_noise=0.5, seed=1)
+    assert {"Fs1", "Fs2"} <= set(robot.known_zero_base_parameters)
+    plain = identify(robot, measured, known_zeros=True, decimate=10)
+    result = identify(robot, measured, method="consistent", known_zeros=True, decimate=10)
+    zero = [i for i, name in enumerate(robot.base_parameter_names) if name in robot.known_zero_base_parameters]
+    scale = np.abs(result.estimated).max()
+    assert np.all(np.abs(result.estimated[zero]) <= 1e-7 * scale), result.estimated[zero]
+    # The truth is physical, so the consistent estimate is the weighted least squares one (within its spread).
+    std = np.zeros(len(robot.base_parameter_names))
+    std[list(plain.identified)] = plain.estimate.std
+    assert np.all(np.abs(result.estimated - plain.estimated) <= 3 * std + 1e-9 * scale), (result.estimated, std)
+    assert np.all(result.holdout_rms["identified"] <= 1.05 * plain.holdout_rms["identified"])
+
+
 def test_standard_parameters_reproduce_base_parameters_exactly(setting):
     robot, truth, _ = setting
     target = truth.base_parameters()

@@ -68,7 +68,7 @@ def _pseudo_inertia_map() -> np.ndarray:
 
 
 def consistent_estimate(W, y, robot, *, prior=None, regularization: float = 0.0, epsilon: float = 0.0,
-                        K=None, layout=None, names=None, link_offsets=None,
+                        K=None, layout=None, names=None, link_offsets=None, known_zero=(),
                         verbose: bool = False) -> ConsistentEstimate:
     """Minimise ||W K π − y|| (+ regularization · ||π − prior||, both relative) subject to physical consistency.
 
@@ -78,7 +78,8 @@ def consistent_estimate(W, y, robot, *, prior=None, regularization: float = 0.0,
     margin, kg m²). ``prior`` defaults to ``robot.dynamic_parameters()`` when regularizing.
     ``link_offsets``: per link label, ten parameters in that link's group that belong to other
     bodies (the rotors it carries: ``identify.rotor_lumps``); the link itself, π_link − offset, is
-    what must be physical.
+    what must be physical. ``known_zero``: indices of base parameters (rows of K) known to be zero,
+    constrained to it (their columns of W then play no part).
     Raises ImportError (with the install hint) without cvxpy/clarabel, RuntimeError when the
     solver does not reach an optimal solution.
     """
@@ -143,6 +144,11 @@ def consistent_estimate(W, y, robot, *, prior=None, regularization: float = 0.0,
             links.append((label, start, stop))
         elif kind in ("rotor", "viscous", "coulomb"):
             constraints.append(pi[start:stop] >= 0.0)
+    known_zero = sorted({int(i) for i in known_zero})
+    if known_zero:
+        if known_zero[0] < 0 or known_zero[-1] >= K.shape[0]:
+            raise ValueError(f"known_zero: base parameter indices within 0..{K.shape[0] - 1}, got {known_zero}")
+        constraints.append(K[known_zero] @ pi == 0.0)
     problem = cp.Problem(cp.Minimize(objective), constraints)
     try:
         problem.solve(solver=cp.CLARABEL, verbose=verbose)

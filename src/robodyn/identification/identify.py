@@ -141,13 +141,13 @@ def identify(robot, measurements: Measurements, *, method: str = "wls", known_ze
         from .consistent import consistent_estimate
 
         K = robot.base_parameter_matrix()
-        # Rows weighted by the per-joint noise found above; known zeros get no column (the prior keeps them).
+        # Rows weighted by the per-joint noise found above; known zeros constrained to zero.
         weights = 1.0 / estimate.sigma if estimate.sigma.size == robot.n else np.ones(robot.n)
         rows_w = processed.W * weights[processed.joint_index][:, None]
-        rows_w[:, [i for i in range(b) if i not in identified]] = 0.0
         rows_y = processed.y * weights[processed.joint_index]
         found = consistent_estimate(rows_w, rows_y, robot, K=K, prior=robot.dynamic_parameters(),
-                                    regularization=1e-6, link_offsets=rotor_lumps(robot))
+                                    regularization=1e-6, link_offsets=rotor_lumps(robot),
+                                    known_zero=[i for i in range(b) if i not in identified])
         status = found.status
         standard = np.asarray(found.parameters, dtype=float)
         estimated = K @ standard
