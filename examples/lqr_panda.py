@@ -31,7 +31,7 @@ estimate instead (rho about 2.4, 26 without saturation), and the whole slice con
     python examples/lqr_panda.py [--quick] [--torque-weight R] [--workers N] [--out DIR] [--cache-dir DIR]
 
 Needs example-robot-data (pip install example-robot-data) and matplotlib. Takes about 25 s
-on two cores after the Panda's first build (about 15 s); --quick about 5 s.
+on two cores after the Panda's first build (5-10 s); --quick about 5 s.
 """
 
 from __future__ import annotations

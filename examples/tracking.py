@@ -2,7 +2,7 @@
 
 A rest-to-rest quintic moves every joint of the 3-DOF arm with motors and friction
 (robots/rrr.yaml) and, with --puma, of the Puma 560 (robots/puma560.yaml, whose first build
-takes a minute or two). PD lags and sags under gravity; PD + gravity removes the sag.
+takes about 10 s). PD lags and sags under gravity; PD + gravity removes the sag.
 Computed torque and Slotine-Li cancel the dynamics and track closely while their model is
 exact. By default they compensate Coulomb friction with the sign of the measured velocity,
 which chatters near rest (the start and the goal) and lets the joints stick or creep; the

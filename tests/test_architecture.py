@@ -216,3 +216,16 @@ def test_simulate_checks_output_paths_before_running(tmp_path):
                                 capture_output=True, text=True, cwd=ROOT, timeout=120)
         assert result.returncode == 1 and "is not a directory" in result.stderr and "Traceback" not in result.stderr
         assert not (tmp_path / "cache").exists()  # refused before building anything
+
+
+def test_submodules_are_reached_from_the_package_and_imported_only_when_used():
+    """README writes robodyn.plotting.plot_trajectory(...) and robodyn.linearization.<...> after `import robodyn`;
+    `import robodyn` itself loads neither SciPy, matplotlib, cvxpy nor SymPy (a control loop needs none)."""
+    code = ("import sys, robodyn\n"
+            "heavy = [m for m in ('scipy', 'matplotlib', 'cvxpy', 'sympy') if m in sys.modules]\n"
+            "assert not heavy, heavy\n"
+            "assert callable(robodyn.linearization.forward_dynamics_parameter_derivatives)\n"
+            "assert callable(robodyn.lqr.LQR) and robodyn.identification.identify\n"
+            "try:\n    robodyn.no_such_module\nexcept AttributeError as exc:\n    print(exc)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0 and "has no attribute 'no_such_module'" in result.stdout, result.stderr
