@@ -248,3 +248,25 @@ def test_an_entry_whose_module_does_not_import_is_rebuilt_by_load(copy, tmp_path
     again = subprocess.run([sys.executable, "-c", code, str(PENDULUM), str(root)], capture_output=True, text=True,
                            cwd=tmp_path, timeout=600)
     assert again.returncode == 0 and again.stdout.strip() == "1" and again.stderr == "", again.stderr
+
+
+def test_unpickling_a_robot_whose_entry_does_not_import_rebuilds_it(copy, tmp_path):
+    """The same tampered entry as above, met by pickle.loads in a fresh process: rebuilt, not a raw ImportError."""
+    import pickle
+
+    import robodyn
+    from codegen.pipeline import build
+
+    root, directory, key = copy
+    pickled = pickle.dumps(robodyn.load(PENDULUM, cache_dir=root, verbose=False))
+    other = build(ROOT / "robots" / "rr.yaml", cache_dir=tmp_path / "other")
+    module = _module(directory)
+    shutil.copyfile(other.module_path, module)
+    manifest = json.loads((directory / MANIFEST).read_text())
+    manifest.update(module_size=module.stat().st_size, module_sha256=cache.file_sha256(module))
+    (directory / MANIFEST).write_text(json.dumps(manifest))
+    code = "import pickle, sys; print(pickle.loads(sys.stdin.buffer.read()).n)"
+    result = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True, cwd=tmp_path,
+                            timeout=600)
+    assert result.returncode == 0 and result.stdout.decode().strip() == "1", result.stderr.decode()
+    assert b"cannot be imported" in result.stderr

@@ -208,8 +208,8 @@ cdef enum:
 
 # Releasing and re-taking the GIL costs 30-50 ns and ~360 instructions per call, and a thread waiting for the GIL
 # takes microseconds to wake: below about 2 us of work two threads calling routines run slower with it released
-# than held (they hand the GIL back and forth), above it faster. Measured on a 2-core Xeon (ns per call, two threads
-# each calling the same routine, released / held): Panda C (3,343 operations) 480 / 270, Panda ID derivatives
+# than held (they hand the GIL back and forth), above it faster. Measured on a 2-core Xeon, with the operation counts
+# of that time (ns per call, two threads each calling the same routine, released / held): Panda C (3,343 operations) 480 / 270, Panda ID derivatives
 # (6,743) 870 / 570, Talos M (8,085) 1,060 / 720, Panda FD derivatives (8,531) 1,000 / 1,010, Talos FD (16,157)
 # 2,070 / 2,270, Talos C (27,635) 2,410 / 3,730, Talos ID derivatives (112,123) 13,300 / 22,500; one thread alone
 # is always faster held. In "auto" mode the GIL is released for batches and for routines of at least this many

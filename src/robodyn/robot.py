@@ -586,9 +586,13 @@ def _restore(source, options, cache_dir, key, module_path) -> Robot:
         found = cache.find(root, key)
         if found is not None:
             entry, manifest = found
-            module = cache.import_extension(entry.module_name, entry.module_path)
-            return Robot(module, source=source, options=options, manifest=manifest, selfcheck=entry.selfcheck(),
-                         cache_dir=root)
+            try:
+                module = cache.import_extension(entry.module_name, entry.module_path)
+            except ImportError:  # an entry whose module does not import: load() below says so and rebuilds it
+                pass
+            else:
+                return Robot(module, source=source, options=options, manifest=manifest,
+                             selfcheck=entry.selfcheck(), cache_dir=root)
     if source is None and module_path:
         path = Path(module_path)
         return Robot.from_extension(cache.import_extension(path.name.split(".")[0], path))
