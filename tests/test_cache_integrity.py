@@ -227,18 +227,24 @@ def test_selfcheck_report_with_malformed_checks_is_damage(copy, edit):
     assert "selfcheck.json" in _reason(root, key)
 
 
-def test_an_entry_whose_module_does_not_import_is_rebuilt_by_load(copy, tmp_path):
-    """Another robot's module copied in, its manifest's size and hash rewritten to match (deliberate tampering: the
-    checks of the entry pass): the import fails on the module's name, and robodyn.load says so and rebuilds."""
+def _swap_in_another_module(directory: Path, tmp_path: Path) -> None:
+    """Deliberate tampering: another robot's module copied into the entry, its manifest's size and hash rewritten
+    to match, so the entry's checks pass and only the import fails (on the module's name)."""
     from codegen.pipeline import build
 
-    root, directory, key = copy
     other = build(ROOT / "robots" / "rr.yaml", cache_dir=tmp_path / "other")
     module = _module(directory)
     shutil.copyfile(other.module_path, module)
     manifest = json.loads((directory / MANIFEST).read_text())
     manifest.update(module_size=module.stat().st_size, module_sha256=cache.file_sha256(module))
     (directory / MANIFEST).write_text(json.dumps(manifest))
+
+
+def test_an_entry_whose_module_does_not_import_is_rebuilt_by_load(copy, tmp_path):
+    """Another robot's module copied in, its manifest's size and hash rewritten to match (deliberate tampering: the
+    checks of the entry pass): the import fails on the module's name, and robodyn.load says so and rebuilds."""
+    root, directory, key = copy
+    _swap_in_another_module(directory, tmp_path)
     assert cache.inspect(root, key)[0] is not None  # the entry's own checks pass
     code = "import sys, robodyn; print(robodyn.load(sys.argv[1], cache_dir=sys.argv[2]).n)"
     result = subprocess.run([sys.executable, "-c", code, str(PENDULUM), str(root)], capture_output=True, text=True,
@@ -255,16 +261,10 @@ def test_unpickling_a_robot_whose_entry_does_not_import_rebuilds_it(copy, tmp_pa
     import pickle
 
     import robodyn
-    from codegen.pipeline import build
 
     root, directory, key = copy
     pickled = pickle.dumps(robodyn.load(PENDULUM, cache_dir=root, verbose=False))
-    other = build(ROOT / "robots" / "rr.yaml", cache_dir=tmp_path / "other")
-    module = _module(directory)
-    shutil.copyfile(other.module_path, module)
-    manifest = json.loads((directory / MANIFEST).read_text())
-    manifest.update(module_size=module.stat().st_size, module_sha256=cache.file_sha256(module))
-    (directory / MANIFEST).write_text(json.dumps(manifest))
+    _swap_in_another_module(directory, tmp_path)
     code = "import pickle, sys; print(pickle.loads(sys.stdin.buffer.read()).n)"
     result = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True, cwd=tmp_path,
                             timeout=600)
