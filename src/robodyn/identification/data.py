@@ -575,12 +575,13 @@ def excitation_band(q: np.ndarray, rate: float, fraction: float = 0.9999) -> flo
     return float(frequencies[np.max(index)])
 
 
-#: A record's ends are extended, before each zero-phase filter, by the cubic that fits the first (last) half period
-#: of the filter's cutoff, over three periods of it: the filter then meets no corner at the ends. SciPy's default,
-#: an odd reflection over a few samples, keeps the value and the slope but flips the curvature, whose transient
-#: the border trim did not remove: on the RR arm's noise-free 80 s record the true parameters' torque residual was
-#: 0.68 N m RMS, 0.026 now; noisy (0.5 N m, 2e-5 rad), the held-out RMS went from 1.8 / 0.74 to 0.05 / 0.04 N m and
-#: the largest relative parameter error from 6.0e-4 to 1.3e-4 (20 s: 6.3 / 2.4 to 0.09 / 0.04 N m).
+#: Before q's zero-phase filter, the record's ends are extended by the cubic that fits their first (last) half period
+#: of the cutoff, over three periods of it: the filter then meets no corner at the ends. SciPy's default, an odd
+#: reflection over a few samples, keeps the value and the slope but flips the curvature, whose transient the border
+#: trim did not remove: on the RR arm's noise-free 80 s record the true parameters' torque residual was 0.68 N m RMS,
+#: 0.026 now; noisy (0.5 N m, 2e-5 rad), the held-out RMS went from 1.8 / 0.74 to 0.05 / 0.04 N m and the largest
+#: relative parameter error from 6.0e-4 to 1.3e-4 (20 s: 6.3 / 2.4 to 0.09 / 0.04 N m). The parallel filter of W and
+#: τ keeps SciPy's extension: it is linear, so W θ = τ survives it whatever the extension.
 EXTENSION_FIT_PERIODS = 0.5
 EXTENSION_PERIODS = 3.0
 
@@ -590,11 +591,11 @@ def _zero_phase(sos, x: np.ndarray, rate: float, cutoff: float) -> np.ndarray:
     from scipy.signal import sosfiltfilt
 
     count = x.shape[0]
+    if count < 8:  # too short to fit: SciPy's own extension
+        return sosfiltfilt(sos, x, axis=0)
     flat = x.reshape(count, -1)
     fit = max(8, min(count // 4, math.ceil(EXTENSION_FIT_PERIODS * rate / cutoff)))
     pad = math.ceil(EXTENSION_PERIODS * rate / cutoff)
-    if count < 8:  # too short to fit: SciPy's own extension
-        return sosfiltfilt(sos, x, axis=0)
     local = np.arange(fit, dtype=float)
     steps = np.arange(1.0, pad + 1.0)
     polynomial = np.polynomial.polynomial
