@@ -128,17 +128,12 @@ def example_robot_data(relative: str) -> Path:
     return path
 
 
-#: Submodules imported on first use (``robodyn.plotting.plot_trajectory(...)`` after ``import robodyn``), not by
-#: ``import robodyn`` itself: some need optional packages (matplotlib, cvxpy) or SciPy, which a control loop
-#: that only loads a robot does not.
-_LAZY_SUBMODULES = frozenset({"cache", "closed_chain", "contact", "errors", "floating_base", "floating_step",
-                              "identification", "linearization", "lqr", "parallel", "plotting", "task_space",
-                              "whole_body"})
-
-
 def __getattr__(name: str):
-    if name in _LAZY_SUBMODULES:
-        import importlib
+    """A submodule on first use (``robodyn.plotting.plot_trajectory(...)`` after ``import robodyn``), not at
+    ``import robodyn``: some need optional packages (matplotlib, cvxpy) or SciPy, which a control loop that only
+    loads a robot does not."""
+    import importlib.util
 
+    if name.isidentifier() and not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
