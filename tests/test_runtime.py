@@ -148,7 +148,8 @@ def test_out_buffers(rr):
 
 def test_keyword_arguments_in_every_arrangement(load):
     """The methods take their parameters by position, by keyword, or both (robodyn_method.h reads trailing keywords
-    in parameter order in place, and sorts any other arrangement into slots): every arrangement gives the same
+    in parameter order in place, and sorts any other arrangement into slots, keeping each call site's layout): every
+    arrangement gives the same
     result, and the ones Python would refuse are refused with Python's messages."""
     robot = load("puma560")
     n = robot.n
@@ -156,6 +157,8 @@ def test_keyword_arguments_in_every_arrangement(load):
     q, qd, qdd, h = rng.uniform(-1.0, 1.0, n), rng.uniform(-1.0, 1.0, n), rng.uniform(-1.0, 1.0, n), rng.uniform(
         -1.0, 1.0, 6)
     expected = robot.inverse_dynamics(q, qd, qdd, h)
+    without_h = robot.inverse_dynamics(q, qd, qdd)
+    assert np.abs(without_h - expected).max() > 1e-3  # h matters, so a slot read wrongly shows
     out_name = "".join(["o", "ut"])  # a keyword that is equal to, but not the same object as, the interned name
     arrangements = [
         ((q, qd, qdd, h), {"out": None}),
@@ -183,6 +186,18 @@ def test_keyword_arguments_in_every_arrangement(load):
             out = np.empty(n)
             assert robot.inverse_dynamics(q, qd, qdd=qdd, h=h, out=out) is out
             np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+        # One names tuple, ('out',), at two call sites with different positional counts, the second leaving h out
+        # (a layout with a gap): each site's layout is its own, whichever ran last.
+        for _ in range(2):
+            out = np.empty(n)
+            assert robot.inverse_dynamics(q, qd, qdd, h, out=out) is out
+            np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+            out = np.full(n, 0.5)
+            assert robot.inverse_dynamics(q, qd, qdd, out=out) is out
+            np.testing.assert_allclose(out, without_h, rtol=1e-13, atol=1e-13)
+            out = np.empty(n)
+            assert robot.inverse_dynamics(q, qd, qdd=qdd, out=out) is out
+            np.testing.assert_allclose(out, without_h, rtol=1e-13, atol=1e-13)
     out = np.empty((n, n))
     assert robot.M(q, out=out) is out and robot.M(q=q, out=out) is out and robot.M(out=out, q=q) is out
     np.testing.assert_allclose(out, robot.M(q), rtol=0, atol=0)

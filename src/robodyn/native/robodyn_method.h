@@ -34,8 +34,12 @@ typedef struct {
     int n_required;         /* the first n_required are required */
     PyObject *names;        /* tuple of n_args interned str */
     PyObject *name;         /* the method's name (str) */
-    PyObject *in_order;     /* the last keyword names tuple seen to name the trailing parameters in order (a new
-                               reference; a call site's names are one constant tuple, so one comparison finds it) */
+    /* The layout of the last call with keywords that parsed: a call site's keyword names are one constant tuple,
+       so two comparisons find the layout again and the names are not looked up per call. */
+    PyObject *kw_names;     /* its keyword names (a new reference; NULL: none yet) */
+    Py_ssize_t kw_nargs;    /* its positional count */
+    int kw_in_place;        /* every parameter given, the keywords naming the last ones in order: read in place */
+    signed char kw_source[RD_METHOD_MAX_ARGS]; /* else parameter i is args[kw_source[i]], None where -1 */
 } rd_method_info;
 
 static rd_method_info rd_methods[RD_METHOD_SLOTS];
@@ -57,25 +61,27 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
         values = (PyObject **)args;
         goto parsed;
     }
-    if (kwnames != NULL && nargs + PyTuple_GET_SIZE(kwnames) == n_args) {
-        /* Every parameter given, the last ones by keyword in their own order (`robot.M(q, out=o)`): the call's
-           values already lie in parameter order, keywords after the positional ones. */
-        if (kwnames == m->in_order) {
+    if (kwnames != NULL && kwnames == m->kw_names && nargs == m->kw_nargs) { /* this call site's layout */
+        if (m->kw_in_place) { /* `robot.M(q, out=o)`: the values already lie in parameter order */
             values = (PyObject **)args;
             goto parsed;
         }
-        const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
-        Py_ssize_t k = 0;
-        while (k < nkw && PyTuple_GET_ITEM(kwnames, k) == PyTuple_GET_ITEM(m->names, nargs + k))
-            ++k;
-        if (k == nkw) {
-#if !defined(Py_GIL_DISABLED) /* the cache is written under the GIL */
-            Py_INCREF(kwnames);
-            Py_XSETREF(m->in_order, kwnames);
-#endif
-            values = (PyObject **)args;
-            goto parsed;
+        /* `robot.inverse_dynamics(q, qd, qdd, out=o)`: h, between, is None. Spelled out, as below. */
+        const signed char *source = m->kw_source;
+#define RD_FROM_LAYOUT(i) slots[i] = source[i] >= 0 ? args[source[i]] : Py_None
+        switch (n_args) {
+        case 8: RD_FROM_LAYOUT(7); /* fall through */
+        case 7: RD_FROM_LAYOUT(6); /* fall through */
+        case 6: RD_FROM_LAYOUT(5); /* fall through */
+        case 5: RD_FROM_LAYOUT(4); /* fall through */
+        case 4: RD_FROM_LAYOUT(3); /* fall through */
+        case 3: RD_FROM_LAYOUT(2); /* fall through */
+        case 2: RD_FROM_LAYOUT(1); /* fall through */
+        case 1: RD_FROM_LAYOUT(0); /* fall through */
+        default: break;
         }
+#undef RD_FROM_LAYOUT
+        goto parsed;
     }
     if (nargs > n_args) {
         PyErr_Format(PyExc_TypeError, "%S() takes at most %d positional arguments (%zd given)", m->name, n_args,
@@ -100,6 +106,9 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
     if (kwnames != NULL) {
         unsigned given = nargs >= 32 ? ~0u : (1u << nargs) - 1u; /* bit j: parameter j has a value */
         const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+        signed char source[RD_METHOD_MAX_ARGS]; /* the layout to keep: parameter i is args[source[i]], None at -1 */
+        for (i = 0; i < RD_METHOD_MAX_ARGS; ++i)
+            source[i] = (signed char)(i < nargs ? i : -1);
         for (Py_ssize_t k = 0; k < nkw; ++k) {
             PyObject *key = PyTuple_GET_ITEM(kwnames, k);
             int found = -1;
@@ -127,6 +136,7 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
             }
             given |= 1u << found;
             slots[found] = args[nargs + k];
+            source[found] = (signed char)(nargs + k);
         }
         for (i = (int)nargs; i < m->n_required; ++i) {
             if (!((given >> i) & 1u)) {
@@ -135,6 +145,17 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
                 return NULL;
             }
         }
+#if !defined(Py_GIL_DISABLED) /* the layout is written (and so read) under the GIL only */
+        int in_place = 1;
+        for (i = 0; i < n_args; ++i) {
+            m->kw_source[i] = source[i];
+            in_place &= source[i] == i;
+        }
+        m->kw_in_place = in_place;
+        m->kw_nargs = nargs;
+        Py_INCREF(kwnames);
+        Py_XSETREF(m->kw_names, kwnames);
+#endif
     } else if (nargs < m->n_required) {
         PyErr_Format(PyExc_TypeError, "%S() missing required argument '%S' (pos %d)", m->name,
                      PyTuple_GET_ITEM(m->names, nargs), (int)nargs + 1);
@@ -282,7 +303,7 @@ static PyObject *rd_method_new(int index, const char *name, const char *doc, PyO
     rd_method_info *info = &rd_methods[index];
     Py_XSETREF(info->names, interned);
     Py_XSETREF(info->name, method_name);
-    Py_CLEAR(info->in_order); /* names of the former method at this index */
+    Py_CLEAR(info->kw_names); /* a layout of the former method at this index */
     info->n_args = (int)n_args;
     info->n_required = n_required;
     rd_method_dispatch = dispatch;
