@@ -442,6 +442,24 @@ static inline void rd_lower(Py_ssize_t *x, Py_ssize_t value)
         seen = was;
     }
 }
+#elif defined(_MSC_VER) /* 32-bit Windows: Py_ssize_t is a 32-bit int, the size of MSVC's long */
+#include <intrin.h>
+static inline Py_ssize_t rd_take(Py_ssize_t *counter, Py_ssize_t n)
+{
+    return (Py_ssize_t)_InterlockedExchangeAdd((volatile long *)counter, (long)n);
+}
+static inline Py_ssize_t rd_load(Py_ssize_t *x) { return *(volatile Py_ssize_t *)x; }
+static inline void rd_store(Py_ssize_t *x, Py_ssize_t value) { _InterlockedExchange((volatile long *)x, (long)value); }
+static inline void rd_lower(Py_ssize_t *x, Py_ssize_t value)
+{
+    Py_ssize_t seen = rd_load(x);
+    while (value < seen) {
+        Py_ssize_t was = (Py_ssize_t)_InterlockedCompareExchange((volatile long *)x, (long)value, (long)seen);
+        if (was == seen)
+            break;
+        seen = was;
+    }
+}
 #else
 #error "robodyn_call.h: no atomic operations known for this compiler"
 #endif

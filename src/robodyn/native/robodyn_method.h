@@ -39,7 +39,7 @@ typedef struct {
     PyObject *kw_names;     /* its keyword names (a new reference; NULL: none yet) */
     Py_ssize_t kw_nargs;    /* its positional count */
     int kw_in_place;        /* every parameter given, the keywords naming the last ones in order: read in place */
-    signed char kw_source[RD_METHOD_MAX_ARGS]; /* else parameter i is args[kw_source[i]], None where -1 */
+    signed char kw_target[RD_METHOD_MAX_ARGS]; /* else keyword k names parameter kw_target[k] */
 } rd_method_info;
 
 static rd_method_info rd_methods[RD_METHOD_SLOTS];
@@ -61,26 +61,10 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
         values = (PyObject **)args;
         goto parsed;
     }
-    if (kwnames != NULL && kwnames == m->kw_names && nargs == m->kw_nargs) { /* this call site's layout */
-        if (m->kw_in_place) { /* `robot.M(q, out=o)`: the values already lie in parameter order */
-            values = (PyObject **)args;
-            goto parsed;
-        }
-        /* `robot.inverse_dynamics(q, qd, qdd, out=o)`: h, between, is None. Spelled out, as below. */
-        const signed char *source = m->kw_source;
-#define RD_FROM_LAYOUT(i) slots[i] = source[i] >= 0 ? args[source[i]] : Py_None
-        switch (n_args) {
-        case 8: RD_FROM_LAYOUT(7); /* fall through */
-        case 7: RD_FROM_LAYOUT(6); /* fall through */
-        case 6: RD_FROM_LAYOUT(5); /* fall through */
-        case 5: RD_FROM_LAYOUT(4); /* fall through */
-        case 4: RD_FROM_LAYOUT(3); /* fall through */
-        case 3: RD_FROM_LAYOUT(2); /* fall through */
-        case 2: RD_FROM_LAYOUT(1); /* fall through */
-        case 1: RD_FROM_LAYOUT(0); /* fall through */
-        default: break;
-        }
-#undef RD_FROM_LAYOUT
+    /* This call site's layout, kept from its last call: */
+    const int known = kwnames != NULL && kwnames == m->kw_names && nargs == m->kw_nargs;
+    if (known && m->kw_in_place) { /* `robot.M(q, out=o)`: the values already lie in parameter order */
+        values = (PyObject **)args;
         goto parsed;
     }
     if (nargs > n_args) {
@@ -103,12 +87,14 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
     case 1: slots[0] = args[0]; /* fall through */
     default: break;
     }
-    if (kwnames != NULL) {
+    if (known) { /* `robot.inverse_dynamics(q, qd, qdd, out=o)`: h, between, stays None */
+        const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+        for (Py_ssize_t k = 0; k < nkw; ++k)
+            slots[m->kw_target[k]] = args[nargs + k];
+    } else if (kwnames != NULL) {
         unsigned given = nargs >= 32 ? ~0u : (1u << nargs) - 1u; /* bit j: parameter j has a value */
         const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
-        signed char source[RD_METHOD_MAX_ARGS]; /* the layout to keep: parameter i is args[source[i]], None at -1 */
-        for (i = 0; i < RD_METHOD_MAX_ARGS; ++i)
-            source[i] = (signed char)(i < nargs ? i : -1);
+        signed char target[RD_METHOD_MAX_ARGS]; /* the layout to keep: keyword k names parameter target[k] */
         for (Py_ssize_t k = 0; k < nkw; ++k) {
             PyObject *key = PyTuple_GET_ITEM(kwnames, k);
             int found = -1;
@@ -136,7 +122,7 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
             }
             given |= 1u << found;
             slots[found] = args[nargs + k];
-            source[found] = (signed char)(nargs + k);
+            target[k] = (signed char)found; /* k < n_args: no parameter is named twice */
         }
         for (i = (int)nargs; i < m->n_required; ++i) {
             if (!((given >> i) & 1u)) {
@@ -146,10 +132,10 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
             }
         }
 #if !defined(Py_GIL_DISABLED) /* the layout is written (and so read) under the GIL only */
-        int in_place = 1;
-        for (i = 0; i < n_args; ++i) {
-            m->kw_source[i] = source[i];
-            in_place &= source[i] == i;
+        int in_place = nargs + nkw == n_args;
+        for (Py_ssize_t k = 0; k < nkw; ++k) {
+            m->kw_target[k] = target[k];
+            in_place &= target[k] == nargs + k;
         }
         m->kw_in_place = in_place;
         m->kw_nargs = nargs;
