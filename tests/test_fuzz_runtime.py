@@ -8,8 +8,10 @@ every call; ``ROBODYN_SLOW=1`` runs 5 x 10^6. Plus pins for absurd simulation ar
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 import os
+from fractions import Fraction
 import threading
 import time
 
@@ -271,6 +273,57 @@ def test_python_level_helpers_refuse_complex_and_masked_values_as_the_routines_d
     chain = load("biglide")
     with pytest.raises(TypeError, match="qd: expected real numbers"):
         chain.tree_velocities(np.array([0.1, 0.2]), np.array([1j, 0.0]))
+
+
+def test_routines_refuse_masked_entries_and_lists_of_what_is_not_a_real_number(load):
+    """A masked array's mask would be ignored; a list of strings, bools, complex numbers or None would be parsed or
+    coerced by NumPy (to 0.3, 1.0 and NaN), where an array of those dtypes is refused."""
+    robot = load("rr")
+    with pytest.raises(ValueError, match="q: has masked entries"):
+        robot.g(np.ma.masked_array([0.3, 99.0], mask=[False, True]))
+    np.testing.assert_array_equal(robot.g(np.ma.masked_array([0.3, -0.5])), robot.g(np.array([0.3, -0.5])))
+    for value, what in ((["0.3", "-0.5"], "strings"), ([True, False], "bool"), ([0.3, 1j], "complex"),
+                        ([0.3, None], "NoneType"), ([0.3, Fraction(1, 2), "x"], "str")):
+        with pytest.raises(TypeError, match=f"q: expected real numbers, got {what}"):
+            robot.g(value)
+    # Real numbers NumPy keeps as objects still convert.
+    np.testing.assert_allclose(robot.g([0.3, Fraction(-1, 2)]), robot.g(np.array([0.3, -0.5])), rtol=0, atol=0)
+
+
+def test_every_argument_is_converted_before_any_is_checked(load):
+    """Converting a list runs its elements' __float__, which could change an argument already checked: a NaN put
+    into an earlier argument by the conversion of a later one must be refused, not computed with."""
+    robot = load("rr")
+    spoiled = {}
+
+    class Sneaky:
+        def __float__(self):
+            spoiled["target"][0] = np.nan
+            return 0.1
+
+    numbers.Real.register(Sneaky)
+    q, qd = np.array([0.3, -0.5]), np.array([1.0, 2.0])
+    spoiled["target"] = qd
+    with pytest.raises(ValueError, match="qd: contains NaN"):
+        robot.inverse_dynamics(q, qd, [Sneaky(), 0.2])
+    law = robot._control_law("pd", kp=np.ones(2), kd=np.ones(2), a=np.zeros(2))  # the compiled law's own call
+    q = np.array([0.3, -0.5])
+    spoiled["target"] = q
+    with pytest.raises(ValueError, match="q: contains NaN"):
+        law(0.0, q, [Sneaky(), 0.2])
+
+
+def test_several_outputs_given_in_out_return_that_tuple_on_either_path(load):
+    """The fast path returns `out` itself; the general path (a list input) must too."""
+    robot = load("rr")
+    q, qd, qdd = np.array([0.3, -0.5]), np.array([1.0, 2.0]), np.array([0.5, -1.0])
+    out = (np.empty((2, 2)), np.empty((2, 2)))
+    assert robot.inverse_dynamics_derivatives(q, qd, qdd, out=out) is out
+    expected = [a.copy() for a in out]
+    out = (np.empty((2, 2)), np.empty((2, 2)))
+    assert robot.inverse_dynamics_derivatives(list(q), qd, qdd, out=out) is out
+    for a, b in zip(out, expected):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_a_linearisation_step_too_long_for_the_motion_says_so(load):

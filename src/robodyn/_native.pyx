@@ -194,6 +194,7 @@ cdef extern from "numpy/arrayobject.h":
                                 const cnp.npy_intp* strides, void* data, int flags, object obj)
 
 import json as _json
+import numbers as _numbers
 import numpy as np
 
 cnp.import_array()
@@ -237,6 +238,7 @@ cdef inline const double* _fast_vector(object x, int width) noexcept:
 
 
 cdef cnp.dtype _FLOAT64 = np.dtype(np.float64)
+cdef object _REAL = _numbers.Real
 
 
 cdef extern from *:
@@ -257,17 +259,41 @@ cdef inline cnp.ndarray _empty(int ndim, const cnp.npy_intp* dims):
 # General path: converts, handles batches, raises.
 
 cdef inline cnp.ndarray _as_array(object x, str name):
-    """x itself if it is an exact ndarray; lists/tuples are converted; anything else is refused."""
+    """x itself if it is an exact ndarray; lists/tuples of real numbers are converted; a subclass is viewed as a
+    plain ndarray, except a masked array with masked entries (its mask would be ignored); anything else is
+    refused. Converting may run the elements' Python code (``__float__``), so callers convert every argument
+    before they check any (a later argument's conversion could change an earlier, checked one)."""
     if cnp.PyArray_CheckExact(x):
         return <cnp.ndarray>x
     if isinstance(x, (list, tuple)):
-        try:
-            return np.array(x, dtype=np.float64)
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise TypeError(f"{name}: cannot convert to a float64 array ({exc})") from None
+        return _from_sequence(x, name)
     if isinstance(x, np.ndarray):
+        if isinstance(x, np.ma.MaskedArray) and np.ma.is_masked(x):
+            raise ValueError(f"{name}: has masked entries (pass the values to use, e.g. numpy.ma.filled)")
         return np.asarray(x)  # a subclass: view it as a plain ndarray
     raise TypeError(f"{name}: expected a numpy.ndarray of float64, got {type(x).__name__}")
+
+
+cdef cnp.ndarray _from_sequence(object x, str name):
+    """A list or tuple of real numbers as a new float64 array, as strict as an array argument's dtype: strings,
+    bools, complex numbers and other objects are refused (NumPy would parse '0.3', turn True into 1.0 and None into
+    NaN)."""
+    try:
+        a = np.array(x)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise TypeError(f"{name}: cannot convert to a float64 array ({exc})") from None
+    kind = a.dtype.kind
+    if kind == "O":  # numbers NumPy keeps as objects (int beyond 64 bits, Fraction, ...), or other things
+        for value in a.flat:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, _REAL):
+                raise TypeError(f"{name}: expected real numbers, got {type(value).__name__}")
+    elif kind not in "iuf":
+        what = {"b": "bool", "c": "complex numbers", "U": "strings", "S": "bytes"}.get(kind, f"dtype {a.dtype}")
+        raise TypeError(f"{name}: expected real numbers, got {what}")
+    try:
+        return np.array(a, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise TypeError(f"{name}: cannot convert to a float64 array ({exc})") from None
 
 
 cdef inline int _check_layout(cnp.ndarray a, str name, bint writable) except -1:
@@ -291,10 +317,10 @@ cdef int _check_finite(const double* data, Py_ssize_t size, str name) except -1:
     return 0
 
 
-cdef cnp.ndarray _prepare(object x, str name, Py_ssize_t width, Py_ssize_t* batch,
-                          const double** ptr, Py_ssize_t* size):
-    """Check one array argument; fix or check the batch size (-1 unknown, 0 single state, >0 rows)."""
-    cdef cnp.ndarray a = _as_array(x, name)
+cdef int _prepare(cnp.ndarray a, str name, Py_ssize_t width, Py_ssize_t* batch, const double** ptr,
+                  Py_ssize_t* size) except -1:
+    """Check one array argument's layout and shape (not its values: the caller checks them last, when nothing
+    else can change them); fix or check the batch size (-1 unknown, 0 single state, >0 rows)."""
     _check_layout(a, name, False)
     cdef int ndim = cnp.PyArray_NDIM(a)
     if ndim == 1 and cnp.PyArray_DIM(a, 0) == width:
@@ -313,8 +339,7 @@ cdef cnp.ndarray _prepare(object x, str name, Py_ssize_t width, Py_ssize_t* batc
     else:
         raise ValueError(f"{name}: expected shape ({width},) or (N, {width}), got {(<object>a).shape}")
     ptr[0] = <const double*>cnp.PyArray_DATA(a)
-    _check_finite(ptr[0], size[0], name)
-    return a
+    return 0
 
 
 cdef inline bint _shape_is(cnp.ndarray a, int ndim, cnp.npy_intp* dims) noexcept:
@@ -765,8 +790,10 @@ cdef class RobotCore:
         cdef cnp.ndarray o
         cdef object first = None  # the first output, or a list of them for several
         cdef list results = None
-        # Converted arrays stay alive while their pointers are used (a list only when some converted).
-        cdef list keep = None
+        cdef bint all_given = True  # every output given in out
+        # The inputs as arrays (None where not given): converted arrays stay alive while their pointers are used.
+        # Every one is converted before any is checked, as converting may run Python code (see _as_array).
+        cdef list keep = [None] * r.n_inputs
         one[0] = 1
         for k in range(r.n_inputs):
             ptrs[k] = NULL
@@ -775,12 +802,10 @@ cdef class RobotCore:
                 if not (self._core.optional[index] >> k) & 1u:
                     raise TypeError(f"{_METHOD_NAMES[index]}: {names[k]} must be an array, not None")
                 continue
-            x = _prepare(<object>args[k], names[k], r.in_size[k], &batch, &ptrs[k], &sizes[k])
-            if x is not <object>args[k]:
-                if keep is None:
-                    keep = []
-                keep.append(x)
-        _check_finite(self._core.p, self._core.n_params, "params")
+            keep[k] = _as_array(<object>args[k], names[k])
+        for k in range(r.n_inputs):
+            if keep[k] is not None:
+                _prepare(<cnp.ndarray>keep[k], names[k], r.in_size[k], &batch, &ptrs[k], &sizes[k])
         count = batch if batch > 0 else 1
 
         out = None if args[r.n_inputs] == NULL else <object>args[r.n_inputs]
@@ -803,6 +828,7 @@ cdef class RobotCore:
                 endim += 1
             name = "out" if r.n_outputs == 1 else f"out[{k}]"
             given = None if out is None else (out if r.n_outputs == 1 else (<tuple>out)[k])
+            all_given = all_given and given is not None
             if given is None:
                 if endim == 0:
                     o = None
@@ -832,6 +858,11 @@ cdef class RobotCore:
                     results = [first]
                 results.append(o)
 
+        # The values last: nothing from here on runs Python code that could change them.
+        for k in range(r.n_inputs):
+            if ptrs[k] != NULL:
+                _check_finite(ptrs[k], sizes[k], names[k])
+        _check_finite(self._core.p, self._core.n_params, "params")
         threads = min(_USABLE_CORES if self._threads == 0 else self._threads, count)
         if batch > 0 and threads > 1 and count * <double>r.operations >= PARALLEL_OPERATIONS:
             failed = _run_parallel(r, ptrs, optrs, self._core.p, count, threads,
@@ -846,6 +877,8 @@ cdef class RobotCore:
             return _routine_failed(index, failed, batch > 0, self, args)
         if r.n_outputs == 1:
             return scalar_result if first is None else first
+        if out is not None and all_given:
+            return out  # every output given: the tuple itself, as the fast path returns it
         for k in range(r.n_outputs):
             if results[k] is None:
                 results[k] = scalar_result
@@ -1223,8 +1256,9 @@ cdef class ControlLaw:
         cdef double* tp
         cdef cnp.ndarray result
         if qp == NULL or qdp == NULL or not isfinite(_sum(qp, nq) + _sum(qdp, n)):
-            q = _checked(_as_array(q, "q"), "q", -1, nq, False)
-            qd = _checked(_as_array(qd, "qd"), "qd", -1, n, False)
+            q, qd = _as_array(q, "q"), _as_array(qd, "qd")  # both converted before either is checked
+            q = _checked(q, "q", -1, nq, False)
+            qd = _checked(qd, "qd", -1, n, False)
             qp = _data(q)
             qdp = _data(qd)
         cdef cnp.npy_intp dims[1]
