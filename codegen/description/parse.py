@@ -18,6 +18,7 @@ import numpy as np
 import sympy as sp
 
 from .. import geometry
+from ..model import names
 from ..errors import DescriptionError, DescriptionErrors
 from .expressions import CONSTANTS, FUNCTIONS, ExpressionError, parse_expression, parse_number_literal
 from .model import ClosedChain, FloatingBase, Frame, Inertial, Joint, Limits, LoopClosure, Parameter, RobotDescription, Rotor
@@ -26,8 +27,6 @@ from .yaml_source import Located, check_size, load_yaml
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NUMBER_TEXT = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
 _ROBOT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
-# Symbols the model itself uses; a parameter of the same name would be ambiguous.
-_RESERVED_PATTERN = re.compile(r"^(q|qd|qdd|tau|h)b?\d*$")
 _C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float
 for goto if inline int long register restrict return short signed sizeof static struct switch typedef
 union unsigned void volatile while _Bool _Complex _Imaginary""".split())
@@ -191,18 +190,28 @@ def _closest(key: Any, allowed: set[str]) -> str:
     return f" (did you mean '{match[0]}'?)" if match else ""
 
 
-def _check_identifier(node: _Node, what: str) -> str:
+# Joint, link and loop names are not symbols of the model, but a joint q2 would read as another joint's angle.
+_ARGUMENT_LIKE = re.compile(r"^(q|qd|qdd|tau|h)b?\d*$")
+
+
+def _check_identifier(node: _Node, what: str, symbol: bool = False) -> str:
+    """``symbol``: the name becomes a SymPy symbol of the model (a parameter), so it must not be one of the
+    generator's own (codegen.model.names)."""
     name = node.string()
     if not _IDENTIFIER.match(name):
         raise node.error(f"{what} {name!r} is not an identifier (letters, digits, underscore; not starting with a digit)")
-    if keyword.iskeyword(name) or name in _RESERVED_NAMES or _RESERVED_PATTERN.match(name):
+    if keyword.iskeyword(name) or name in _RESERVED_NAMES or _ARGUMENT_LIKE.match(name):
         raise node.error(f"{what} {name!r} is a reserved name")
+    if symbol and names.is_reserved(name):
+        other = re.sub(r"(\d+)$", r"_\1", name) if name[-1].isdigit() else name + "_"
+        raise node.error(f"{what} {name!r} is a reserved name: the generator names its own symbols so (q1, qd1, "
+                         f"w12, k3, x1, h_fx, ...); choose another, e.g. {other!r}")
     return name
 
 
 def _parse_parameters(root: _Node, ctx: _Context, problems: DescriptionErrors) -> tuple[Parameter, ...]:
-    """Each parameter is checked on its own; one with a bad default still gets its symbol (default 1),
-    so that the expressions using it are not reported as well."""
+    """Each parameter is checked on its own; one with a bad default or a reserved name still gets its symbol
+    (default 1), so that the expressions using it are not reported as well."""
     if not root.has("parameters"):
         return ()
     node = root.get("parameters")
@@ -214,7 +223,12 @@ def _parse_parameters(root: _Node, ctx: _Context, problems: DescriptionErrors) -
     for key, child in node.items():
         with problems.section():
             key_node = _Node(Located(key, child.line), child.field, ctx)
-            name = _check_identifier(key_node, "parameter name")
+            try:
+                name = _check_identifier(key_node, "parameter name", symbol=True)
+            except DescriptionError:
+                if isinstance(key, str) and _IDENTIFIER.match(key):  # known to the expressions, never built
+                    ctx.defaults[ctx.symbols.setdefault(key, sp.Symbol(key, real=True))] = 1.0
+                raise
             symbol = ctx.symbols[name] = sp.Symbol(name, real=True)
             ctx.defaults[symbol] = 1.0
             value = child.value

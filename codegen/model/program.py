@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import sympy as sp
 
+from .names import PROGRAM_PREFIXES
+
 
 class Program:
     def __init__(self, prefix: str = "w"):
+        if prefix not in PROGRAM_PREFIXES:  # a name a description parameter could take (codegen.model.names)
+            raise ValueError(f"Program prefix {prefix!r} is not declared in codegen.model.names.PROGRAM_PREFIXES")
         self.prefix = prefix
         self.definitions: list[tuple[sp.Symbol, sp.Expr]] = []
         self._by_expression: dict[sp.Expr, sp.Symbol] = {}
