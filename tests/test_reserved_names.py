@@ -95,3 +95,20 @@ def test_a_parameter_named_like_a_generated_symbol_is_refused_at_its_line(tmp_pa
 @pytest.mark.parametrize("name", ["w", "k", "x", "w_0", "k_1", "wx1", "M1", "XX1", "m2", "t_x", "mass_w0", "kp1"])
 def test_names_near_the_reserved_ones_stay_free(name):
     assert not RESERVED.match(name)
+
+
+@pytest.mark.parametrize("name", ["rd", "rd_arm", "robodyn", "robodyn_x"])
+def test_a_robot_name_in_the_runtimes_c_namespace_is_refused_or_prefixed(tmp_path, name):
+    """A robot's name prefixes its module's C symbols, compiled with the runtime's headers (rd_..., robodyn_...):
+    a robot named rd declared rd_robot, the headers' type, and failed to compile."""
+    path = tmp_path / "arm.yaml"
+    path.write_text(RR.replace("name: rr\n", f"name: {name}\n", 1))
+    with pytest.raises(DescriptionError, match=f"robot name '{name}' is reserved"):
+        parse_path(path, BuildOptions())
+    (tmp_path / f"{name}.yaml").write_text(RR.replace("name: rr\n", "", 1))  # the name from the file's
+    with pytest.raises(DescriptionError, match="cannot derive a robot name"):
+        parse_path(tmp_path / f"{name}.yaml", BuildOptions())
+    urdf = (ROOT / "tests" / "urdf" / "rr.urdf").read_text()
+    urdf = re.sub(r'<robot name="[^"]*"', f'<robot name="{name}"', urdf, count=1)
+    (tmp_path / "arm.urdf").write_text(urdf)
+    assert parse_path(tmp_path / "arm.urdf", BuildOptions()).name == f"robot_{name}"

@@ -18,7 +18,7 @@ import numpy as np
 import sympy as sp
 
 from .. import geometry
-from ..model import names
+from ..model import names as model_names
 from ..errors import DescriptionError, DescriptionErrors
 from .expressions import CONSTANTS, FUNCTIONS, ExpressionError, parse_expression, parse_number_literal
 from .model import ClosedChain, FloatingBase, Frame, Inertial, Joint, Limits, LoopClosure, Parameter, RobotDescription, Rotor
@@ -202,7 +202,7 @@ def _check_identifier(node: _Node, what: str, symbol: bool = False) -> str:
         raise node.error(f"{what} {name!r} is not an identifier (letters, digits, underscore; not starting with a digit)")
     if keyword.iskeyword(name) or name in _RESERVED_NAMES or _ARGUMENT_LIKE.match(name):
         raise node.error(f"{what} {name!r} is a reserved name")
-    if symbol and names.is_reserved(name):
+    if symbol and model_names.is_reserved(name):
         other = re.sub(r"(\d+)$", r"_\1", name) if name[-1].isdigit() else name + "_"
         raise node.error(f"{what} {name!r} is a reserved name: the generator names its own symbols so (q1, qd1, "
                          f"w12, k3, x1, h_fx, ...); choose another, e.g. {other!r}")
@@ -470,10 +470,14 @@ def parse_text(text: str, path: str = "<string>", data: bytes | None = None,
             if not _ROBOT_NAME.match(name):
                 raise name_node.error(f"robot name {name!r} must be lower case letters, digits and '_', "
                                       "starting with a letter, at most 40 characters (it prefixes C symbols)")
+            if model_names.clashes_with_runtime(name):
+                raise name_node.error(f"robot name {name!r} is reserved: it prefixes C symbols, and "
+                                      f"{' and '.join(p + '_' for p in model_names.RUNTIME_C_PREFIXES)} are the runtime's")
         else:
             name = re.sub(r"[^a-z0-9_]", "_", Path(path).stem.lower())
-            if not _ROBOT_NAME.match(name):
-                raise root.error("cannot derive a robot name from the file name; add a 'name' field")
+            if not _ROBOT_NAME.match(name) or model_names.clashes_with_runtime(name):
+                raise root.error(f"cannot derive a robot name from the file name ({name!r} "
+                                 + ("is reserved" if _ROBOT_NAME.match(name) else "is not one") + "); add a 'name' field")
     summary = ""
     with problems.section():
         summary = root.get("description").string() if root.has("description") else ""

@@ -73,6 +73,7 @@ import numpy as np
 import sympy as sp
 
 from .. import geometry
+from ..model import names as model_names
 from ..errors import DescriptionError, DescriptionErrors, DescriptionWarning
 from .expressions import ExpressionError, parse_number_literal
 from .model import FloatingBase, Frame, Inertial, Joint, Limits, Mimic, Parameter, RobotDescription, coordinate_parents
@@ -571,6 +572,8 @@ def _robot_name(raw: str, path: str) -> str:
         if not name[0].isalpha():
             name = "r_" + name
         name = name[:40].rstrip("_")
+        if model_names.clashes_with_runtime(name):  # its C symbols would be the runtime's (codegen.model.names)
+            name = ("robot_" + name)[:40].rstrip("_")
         if _ROBOT_NAME.match(name):
             return name
     return "robot"

@@ -43,3 +43,15 @@ def is_reserved(name: str) -> bool:
     """Whether ``name`` is, or could be, the name of one of the generator's own symbols."""
     return RESERVED.match(name) is not None
 
+
+
+#: A robot's name prefixes the C symbols of its module (``<name>_robot``, ``<name>_gravity_kernel``, ...), which is
+#: compiled with the runtime's headers, whose identifiers start with rd_ (robodyn_abi.h) or robodyn_: a robot named
+#: rd had a ``rd_robot`` that was the header's type. Such names are refused (YAML) or prefixed (URDF, whose names are
+#: derived).
+RUNTIME_C_PREFIXES = ("rd", "robodyn")
+
+
+def clashes_with_runtime(robot_name: str) -> bool:
+    """Whether a robot of this name would declare C symbols in the runtime's namespace."""
+    return any(robot_name == prefix or robot_name.startswith(prefix + "_") for prefix in RUNTIME_C_PREFIXES)
