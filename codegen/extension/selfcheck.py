@@ -13,7 +13,8 @@ On random states, with the default parameters:
 
 Every tolerance is relative to the magnitudes of the model's own values, so a
 robot in millimetres and grams checks like one in metres and tonnes: the
-symbolic comparison divides by the largest entry (of either side), the skew
+symbolic comparison divides by the largest entry (of either side; at least ZERO_FLOOR of the largest value of
+any routine, for outputs that are zero but for rounding), the skew
 check by the largest of Ṁ and C, and the inverse/forward round trip by the
 largest term of M q̈ + C q̇ + g (its torques come from the model's inverse
 dynamics, its wrenches are scaled to the same torques).
@@ -38,6 +39,10 @@ from ..model.program import needed_definitions
 from ..model.routines import DerivativeSolve, Expressions, RoutineDefinition, RoutineSet, TreeSolve
 
 SYMBOLIC_TOLERANCE = 1e-12
+# The smallest scale of that comparison, as a fraction of the largest value of any routine: rounding leaves about
+# 1e-16 of its terms' size, which is at most that largest value, so a routine that is zero but for rounding passes,
+# and an error must still be below 1e-15 of it to pass unseen.
+ZERO_FLOOR = 1e-3
 IDENTITY_TOLERANCE = 1e-9
 SKEW_TOLERANCE = 1e-6  # finite differences of M limit this one
 DIFFERENCE_TOLERANCE = 1e-6  # derivatives against central differences, beyond the differences' own error
@@ -218,6 +223,7 @@ def run_selfcheck(robot, routines: RoutineSet, samples: int = 20, seed: int = 0)
     values = random_inputs(routines, samples, seed, robot)
     programs = NumPyPrograms()  # the routines' reference functions share the model's definitions: printed once
     checks: list[Check] = []
+    compared = []  # (routine, compiled outputs, reference outputs, condition), or None for the routine's outputs
     for definition in routines.definitions:
         routine = definition.routine
         inputs = [values[a.name] for a in routine.arguments]
@@ -226,9 +232,20 @@ def run_selfcheck(robot, routines: RoutineSet, samples: int = 20, seed: int = 0)
             compiled = [compiled] if len(routine.outputs) == 1 else list(compiled)
             reference, condition = _reference(routines, definition, inputs, params, programs)
         except ValueError:  # a singular M (a joint that moves no mass): forward dynamics has no answer
+            compared.append((routine, None, None, np.inf))
+            continue
+        compared.append((routine, [np.asarray(c).reshape(r.shape) for c, r in zip(compiled, reference)], reference,
+                         condition))
+    # A routine whose values are all zero but for rounding (g and C of a robot whose links' centres of mass lie on
+    # axes that gravity cannot turn) would compare noise with noise: its differences are judged against at least
+    # ZERO_FLOOR times the largest value of any routine, the magnitude its terms' rounding is a fraction of.
+    largest = max((float(np.max(np.abs(r), initial=0.0, where=np.isfinite(r))) for _, _, outputs, _ in compared
+                   if outputs is not None for r in outputs), default=0.0)
+    for routine, compiled, reference, condition in compared:
+        if compiled is None:
             checks.append(Check(f"compiled_vs_symbolic_{routine.name}", np.inf, SYMBOLIC_TOLERANCE))
             continue
-        error = max(_relative(np.asarray(c).reshape(r.shape), r) for c, r in zip(compiled, reference))
+        error = max(_relative(c, r, ZERO_FLOOR * largest) for c, r in zip(compiled, reference))
         # Two solves of M x = b (the compiled factorisation, NumPy's LU) agree to about cond(M) ulps.
         tolerance = SYMBOLIC_TOLERANCE * max(1.0, condition) if np.isfinite(condition) else SYMBOLIC_TOLERANCE
         checks.append(Check(f"compiled_vs_symbolic_{routine.name}", error, tolerance))
