@@ -701,6 +701,9 @@ def test_actuated_without_loops_is_a_tree_with_passive_joints():
     """Without 'loops' the same joints are an open tree: 'actuated' then marks its motors, the other joints are
     passive coordinates (issue 13), instead of being eliminated by loop equations."""
     text = DYAD.replace(DYAD[DYAD.index("loops:"):DYAD.index("actuated:")], "")
+    with pytest.raises(DescriptionError, match="joint 'pin2' moves nothing massive"):  # no loop holds leg2 now
+        parse_text(text, "tree.yaml")
+    text = text.replace("{name: leg2, mass: 0}", "{name: leg2, mass: 2, com: [l, 0, 0]}")
     description = parse_text(text, "tree.yaml")
     names = [joint.name for joint in description.joints]
     assert description.closure is None

@@ -283,3 +283,18 @@ def test_huge_power_is_rejected_quickly():
         pytest.fail("'9^9^9' did not finish parsing within 60 s: an exponent or result-size bound is missing")
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert result.stdout.strip() == "joints[0].link.mass", result.stdout
+
+
+def test_a_joint_that_moves_nothing_massive_is_refused_at_its_link(tmp_path):
+    """With m2 and I2 at 0 the elbow moves nothing: M is singular. The URDF reader refused that; the YAML reader
+    let it through to a build that failed its self-check (exit 3, 'positive_definite: error inf')."""
+    text = (REPO / "robots" / "rr.yaml").read_text().replace("m2: 50.0", "m2: 0.0").replace("I2:", "I2: 0.0 #")
+    path = tmp_path / "massless.yaml"
+    path.write_text(text)
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if "mass: m2" in row)
+    with pytest.raises(DescriptionError, match=rf"massless.yaml:{line}: joints\[1\]\.link: joint 'elbow' moves nothing "
+                                               "massive"):
+        parse_file(path)
+    # A mass alone is enough for a revolute joint whose link's centre of mass is off its axis; an inertia alone too.
+    path.write_text(text.replace("m2: 0.0", "m2: 1e-3"))
+    parse_file(path)

@@ -534,6 +534,8 @@ def parse_text(text: str, path: str = "<string>", data: bytes | None = None,
                                           "(remove 'floating' from 'base') or open the loops")
     problems.raise_if_any()
     _check_planar_inertias(items, joints, base, floating_base is not None)
+    if closure is None:  # a closed chain's tree may carry massless links: its loops hold them
+        _check_massless_subtrees(items, joints, ctx)
     loop_points = [point for loop in closure.loops for point in loop.points] if closure else []
     base_body = ([floating_base.inertial.com, floating_base.inertial.inertia, sp.Matrix([floating_base.inertial.mass])]
                  if floating_base is not None else [])
@@ -663,6 +665,35 @@ def _parse_closure(root: _Node, names: dict[str, int], link_names: dict[str, int
         raise loops_node.error("a closed chain needs 'actuated': the list of its motorised joints")
     actuated = _parse_actuated(root, names)
     return ClosedChain(tuple(loops), actuated, loops_node.line, root.get("actuated").line)
+
+
+def _check_massless_subtrees(items: list[_Node], joints: tuple[Joint, ...], ctx: _Context) -> None:
+    """A joint that moves nothing massive (no mass, and for a revolute joint no inertia, anywhere beyond it, and no
+    motor rotor) makes M singular: refused at its link, with the parameters at their defaults, as a URDF's is.
+    Values that do not evaluate to numbers are taken as massive (the other checks report them)."""
+    def at_defaults(expr) -> float | None:
+        try:
+            value = complex(sp.N(sp.sympify(expr).xreplace(ctx.defaults), 20))
+        except (TypeError, ValueError):
+            return None
+        return abs(value) if value.imag == 0 else None
+
+    mass = [at_defaults(joint.inertial.mass) for joint in joints]
+    turning = [any(at_defaults(entry) != 0.0 for entry in joint.inertial.inertia) for joint in joints]
+    rotor = [joint.rotor is not None for joint in joints]
+    for index in reversed(range(len(joints))):  # children come after their parents: sum the subtrees upwards
+        parent = joints[index].parent
+        if parent >= 0:
+            mass[parent] = None if mass[parent] is None or mass[index] is None else mass[parent] + mass[index]
+            turning[parent] = turning[parent] or turning[index]
+            rotor[parent] = rotor[parent] or rotor[index]
+    for index, joint in enumerate(joints):
+        if mass[index] == 0.0 and (joint.kind == "prismatic" or not turning[index]) and not rotor[index]:
+            link = items[index].get("link") if items[index].has("link") else items[index]
+            raise link.error(f"joint {joint.name!r} moves nothing massive (its link and every link beyond have no "
+                             f"mass{'' if joint.kind == 'prismatic' else ' and no inertia'} at the parameters' "
+                             "defaults): M would be singular; give the link a mass, or remove the joint (fold its link's frame into "
+                             "the next joint's placement)")
 
 
 def _check_planar_inertias(items: list[_Node], joints: tuple[Joint, ...], base: sp.Matrix,
