@@ -298,3 +298,31 @@ def test_a_joint_that_moves_nothing_massive_is_refused_at_its_link(tmp_path):
     # A mass alone is enough for a revolute joint whose link's centre of mass is off its axis; an inertia alone too.
     path.write_text(text.replace("m2: 0.0", "m2: 1e-3"))
     parse_file(path)
+
+
+@pytest.mark.parametrize("old, new", [
+    ("a1: 1.0", "a1: 1e90"),  # parameters: reported at the fields that use them
+    ("m2: 50.0", "m2: 2e15"),
+])
+def test_a_quantity_beyond_double_precisions_reach_is_refused_at_its_field(tmp_path, old, new):
+    """Lengths of 1e90 m overflowed the regressor's check (a NumPy shape error as the message, exit 1 without a
+    line); every model quantity is bounded by MAX_QUANTITY at the parameters' defaults."""
+    text = (REPO / "robots" / "rr.yaml").read_text()
+    assert old in text
+    path = tmp_path / "huge.yaml"
+    path.write_text(text.replace(old, new))
+    with pytest.raises(DescriptionError, match=r"huge\.yaml:\d+: joints\[\d\]\.[a-z.\[\]0-9]+: .* is beyond 1e\+15"):
+        parse_file(path)
+
+
+def test_joint_limits_are_not_bounded_as_quantities(tmp_path):
+    """Exporters write 1e16 or 3.4e38 for a limit that is not one."""
+    from codegen.description.urdf import parse_urdf_text
+
+    text = (REPO / "tests" / "urdf" / "rr.urdf").read_text()
+    text = re.sub(r'effort="[^"]*"', 'effort="3.4028235e+38"', text)
+    assert "3.4028235e+38" in text
+    parse_urdf_text(text, "limits.urdf")
+    huge = re.sub(r'<origin xyz="[^"]*"', '<origin xyz="1e20 0 0"', text, count=1)
+    with pytest.raises(DescriptionError, match=r"limits\.urdf:\d+: .*origin\.xyz: 1e\+20 .* is beyond 1e\+15"):
+        parse_urdf_text(huge, "limits.urdf")

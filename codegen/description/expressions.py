@@ -50,6 +50,11 @@ MAX_DIGITS = 60  # digits of a literal (a double needs 17)
 MAX_EXPONENT_DIGITS = 4
 MAX_RESULT_ORDER = 300  # every constant an expression builds stays within a double's range, 1e-300..1e300
 MAX_EXPONENT_DENOMINATOR = 12
+#: Quantities of the model (lengths, angles, masses, inertias, friction, gear ratios, gravity: every number but a
+#: joint limit) at the parameters' defaults: at most this magnitude. A robot in any units stays far below it, and
+#: the model multiplies a few of them together: beyond it double precision overflows (a length of 1e90 failed the
+#: regressor's check with a NumPy shape error instead of a message).
+MAX_QUANTITY = 1e15
 MAX_RESULT_DIGITS = 400  # ... and its exact numerator and denominator within 400 digits (1/3^16 + 1/7^16 ...)
 
 _TOKEN = re.compile(

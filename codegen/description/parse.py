@@ -20,7 +20,7 @@ import sympy as sp
 from .. import geometry
 from ..model import names as model_names
 from ..errors import DescriptionError, DescriptionErrors
-from .expressions import CONSTANTS, FUNCTIONS, ExpressionError, parse_expression, parse_number_literal
+from .expressions import CONSTANTS, FUNCTIONS, MAX_QUANTITY, ExpressionError, parse_expression, parse_number_literal
 from .model import ClosedChain, FloatingBase, Frame, Inertial, Joint, Limits, LoopClosure, Parameter, RobotDescription, Rotor
 from .yaml_source import Located, check_size, load_yaml
 
@@ -106,19 +106,29 @@ class _Node:
             raise self.error(f"expected a string, got {_describe(self.value)}")
         return self.value
 
-    def expression(self) -> sp.Expr:
+    def expression(self, bounded: bool = True) -> sp.Expr:
+        """The field's number or expression; ``bounded``: a quantity of the model, whose value at the parameters'
+        defaults must be a finite real number of magnitude at most MAX_QUANTITY (a joint limit is not one)."""
         value = self.value
         if isinstance(value, bool) or value is None:
             raise self.error(f"expected a number or an expression, got {_describe(value)}")
         if isinstance(value, (int, float)):
-            return self.literal()
-        if isinstance(value, str):
+            expr = self.literal()
+        elif isinstance(value, str):
             try:
-                return parse_expression(value, self.ctx.symbols)
+                expr = parse_expression(value, self.ctx.symbols)
             except ExpressionError as exc:
                 shown = value if len(value) <= 60 else value[:40] + "..." + value[-10:]
                 raise self.error(f"invalid expression {shown!r}: {exc}") from None
-        raise self.error(f"expected a number or an expression, got {_describe(value)}")
+        else:
+            raise self.error(f"expected a number or an expression, got {_describe(value)}")
+        if bounded:
+            magnitude = abs(float(expr)) if expr.is_Number else abs(self.numeric(expr))
+            if magnitude > MAX_QUANTITY:
+                raise self.error(f"{magnitude:.3g} (at the parameters' defaults) is beyond {MAX_QUANTITY:g}: no robot "
+                                 "needs it in any units, and the model's products of such values overflow double "
+                                 "precision")
+        return expr
 
     def literal(self) -> sp.Rational:
         """The exact value of a YAML integer or float, within the range of ``parse_number_literal``."""
@@ -130,9 +140,9 @@ class _Node:
         except ExpressionError as exc:
             raise self.error(str(exc)) from None
 
-    def constant(self) -> sp.Expr:
+    def constant(self, bounded: bool = True) -> sp.Expr:
         """An expression that must not depend on parameters."""
-        expr = self.expression()
+        expr = self.expression(bounded)
         if expr.free_symbols:
             names = ", ".join(sorted(s.name for s in expr.free_symbols))
             raise self.error(f"must be a constant, but depends on parameter(s) {names}")
@@ -257,7 +267,7 @@ def _parse_origin(node: _Node) -> sp.Matrix:
 
 
 def _parse_axis(node: _Node) -> sp.ImmutableMatrix:
-    components = [child.constant() for child in node.sequence(3)]
+    components = [child.constant(bounded=False) for child in node.sequence(3)]  # a direction: any length
     norm_squared = sum(c**2 for c in components)
     length = math.sqrt(abs(node.numeric(norm_squared)))
     if length < 1e-6:
@@ -336,7 +346,7 @@ def _optional_float(node: _Node, key: str) -> float | None:
     if not node.has(key):
         return None
     child = node.get(key)
-    return child.numeric(child.expression())
+    return child.numeric(child.expression(bounded=False))
 
 
 def _parse_joint(node: _Node, index: int, names: dict[str, int], link_names: dict[str, int],

@@ -75,7 +75,7 @@ import sympy as sp
 from .. import geometry
 from ..model import names as model_names
 from ..errors import DescriptionError, DescriptionErrors, DescriptionWarning
-from .expressions import ExpressionError, parse_number_literal
+from .expressions import MAX_QUANTITY, ExpressionError, parse_number_literal
 from .model import FloatingBase, Frame, Inertial, Joint, Limits, Mimic, Parameter, RobotDescription, coordinate_parents
 from .physical import check_mass_properties, describe_violations
 
@@ -203,7 +203,9 @@ class _Reader:
         return DescriptionError(self.path, None if element is None else element.line, field_, message)
 
     def numbers(self, element: _Element, attribute: str, count: int, field_: str,
-                default: tuple | None = None, angles: bool = False) -> tuple[sp.Expr, ...]:
+                default: tuple | None = None, angles: bool = False, bounded: bool = True) -> tuple[sp.Expr, ...]:
+        """``bounded``: quantities of the model, of magnitude at most MAX_QUANTITY (not a joint limit: exporters
+        write 1e16 or 3.4e38 for "none")."""
         text = element.attrib.get(attribute)
         if text is None:
             if default is None:
@@ -221,16 +223,22 @@ class _Reader:
                 value = parse_number_literal(token)
             except ExpressionError as exc:
                 raise self.error(element, field_, str(exc)) from None
+            if bounded and abs(value) > MAX_QUANTITY:
+                raise self.error(element, field_, f"{float(value):.3g} (in {attribute}=\"{text}\") is beyond "
+                                 f"{MAX_QUANTITY:g}: no robot needs it in any units, and the model's products of such "
+                                 "values overflow double precision")
             values.append(self.angle(value) if angles else value)
         return tuple(values)
 
-    def number(self, element: _Element, attribute: str, field_: str, default=None) -> sp.Expr:
-        return self.numbers(element, attribute, 1, field_, None if default is None else (default,))[0]
+    def number(self, element: _Element, attribute: str, field_: str, default=None, bounded: bool = True) -> sp.Expr:
+        return self.numbers(element, attribute, 1, field_, None if default is None else (default,),
+                            bounded=bounded)[0]
 
     def optional_float(self, element: _Element, attribute: str, field_: str) -> float | None:
+        """A joint limit's number, if given (not bounded: see ``numbers``)."""
         if attribute not in element.attrib:
             return None
-        return float(self.number(element, attribute, field_))
+        return float(self.number(element, attribute, field_, bounded=False))
 
     def single(self, parent: _Element, tag: str, field_: str, required: bool = False) -> _Element | None:
         found = parent.find_all(tag)
@@ -441,7 +449,8 @@ def _parse_joint(reader: _Reader, element: _Element) -> _UJoint:
         if axis_element is None:
             components = (sp.Integer(1), sp.Integer(0), sp.Integer(0))  # the URDF default
         else:
-            components = reader.numbers(axis_element, "xyz", 3, f"{field_}.axis", default=(1, 0, 0))
+            components = reader.numbers(axis_element, "xyz", 3, f"{field_}.axis", default=(1, 0, 0),
+                                        bounded=False)  # a direction: any length
         norm_squared = sum(c**2 for c in components)
         if norm_squared == 0:
             raise reader.error(axis_element, f"{field_}.axis", "axis must not be the zero vector")
