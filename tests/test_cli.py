@@ -58,7 +58,7 @@ def test_every_command_has_the_common_options_and_documents_exit_statuses():
 
 @pytest.mark.parametrize("arguments", [
     ["--no-such-option"], ["--method", "newton"], ["--lock", "j1"], ["--lock", "j1=nan"], ["--tool-offset", "1,2"],
-    ["--tool", "bad name!"],
+    ["--tool", "bad name!"], ["--lock", "shoulder=0", "--lock", "shoulder=1"],  # the last would win silently
 ])
 def test_usage_errors_are_status_2(arguments):
     for command in COMMANDS:
