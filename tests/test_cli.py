@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from robodyn import cache
-from robodyn.errors import (EXIT_BUILD, EXIT_ENVIRONMENT, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_USAGE, BuildError,
-                            DescriptionError, DescriptionWarning, StorageError, report, run_command)
+from robodyn.errors import (EXIT_BUILD, EXIT_ENVIRONMENT, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_TERMINATED,
+                            EXIT_USAGE, BuildError, DescriptionError, DescriptionWarning, StorageError, report, run_command)
 
 ROOT = Path(__file__).resolve().parent.parent
 ROBOTS = ROOT / "robots"
@@ -231,11 +231,15 @@ def _left_behind(root: Path) -> list[Path]:
     return sorted(root.glob(".tmp-*")) if root.exists() else []
 
 
-@pytest.mark.parametrize("stage", ["deriving", "compiling"])
-def test_ctrl_c_during_a_build(tmp_path, stage):
-    """SIGINT mid-build: one line, status 130, nothing half-published; the next build works and prints its
-    stages on stderr."""
-    description, root = _fresh(tmp_path, stage), tmp_path / "cache"
+@pytest.mark.parametrize("stage, sent, status, message", [
+    ("deriving", signal.SIGINT, EXIT_INTERRUPTED, "interrupted"),
+    ("compiling", signal.SIGINT, EXIT_INTERRUPTED, "interrupted"),
+    ("compiling", signal.SIGTERM, EXIT_TERMINATED, "terminated"),  # timeout, a job scheduler: it died silently,
+])                                                                 # leaving its temporary directory
+def test_ctrl_c_during_a_build(tmp_path, stage, sent, status, message):
+    """SIGINT (or SIGTERM) mid-build: one line, status 130 (143), nothing half-published; the next build works and
+    prints its stages on stderr."""
+    description, root = _fresh(tmp_path, f"{stage}{int(sent)}"), tmp_path / "cache"
     process = subprocess.Popen([sys.executable, "-m", "codegen", str(description), "--cache-dir", str(root)],
                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen = []
@@ -249,10 +253,10 @@ def test_ctrl_c_during_a_build(tmp_path, stage):
         deadline = time.monotonic() + 60
         while not list(root.glob(".tmp-*/*.c")) and time.monotonic() < deadline:
             time.sleep(0.01)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(sent)
     out, err = process.communicate(timeout=120)
-    assert process.returncode == EXIT_INTERRUPTED, (out, err)
-    assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
+    assert process.returncode == status, (out, err)
+    assert err.strip().splitlines()[-1] == message and "Traceback" not in err
     assert _left_behind(root) == []
     assert not [d for d in root.glob("pendulum-*")] if root.exists() else True
     again = _run("codegen", description, "--cache-dir", root)
@@ -440,3 +444,18 @@ def test_cli_errors_for_an_environment_and_a_controller_that_do_not_fit(tmp_path
     result = _run("robodyn", "simulate", ROBOTS / "rr.yaml", "--controller", "standing", "--duration", "0.01",
                   "--cache-dir", tmp_path / "cache", "--quiet")
     _one_error(result, EXIT_USAGE, "--controller standing is for floating-base robots")
+
+
+def test_output_closed_by_its_reader_ends_quietly(tmp_path, cache_dir, load, capsys):
+    """`python -m codegen rr.yaml --print | head -1`: the reader has gone, so there is nothing to tell it; the
+    message was a malformed 'error:: Broken pipe'."""
+    load("rr")
+    process = subprocess.Popen([sys.executable, "-m", "codegen", str(ROBOTS / "rr.yaml"), "--print", "--cache-dir",
+                                str(cache_dir)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # before anything is written: the first write fails
+    err = process.stderr.read().decode()
+    assert process.wait(timeout=120) == EXIT_ENVIRONMENT
+    assert "error" not in err and "Traceback" not in err and "Exception ignored" not in err, err
+    capsys.readouterr()  # the build's progress, if the fixture built rr
+    assert report(OSError(5, "Input/output error")) == EXIT_ENVIRONMENT  # without a file name: no empty "::"
+    assert capsys.readouterr().err == "error: Input/output error\n"

@@ -142,6 +142,7 @@ EXIT_USAGE = 2        # bad command line (argparse)
 EXIT_BUILD = 3        # compiling or the self-check failed
 EXIT_ENVIRONMENT = 4  # cache directory or environment unusable, disk full
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+EXIT_TERMINATED = 143  # SIGTERM (128 + 15), e.g. from `timeout` or a job scheduler
 
 EXIT_STATUS_HELP = """exit status:
   0    success
@@ -152,8 +153,10 @@ EXIT_STATUS_HELP = """exit status:
        (or an internal error: please report it with the output of --debug)
   4    environment: the cache directory cannot be created or written (--cache-dir, $ROBODYN_CACHE_DIR,
        $XDG_CACHE_HOME, $HOME), no space left on the device, out of memory, an optional extra
-       that is not installed (pip install "robodyn[identify]", "robodyn[distributed]")
+       that is not installed (pip install "robodyn[identify]", "robodyn[distributed]"); also, silently, an
+       output pipe its reader closed (... | head -1)
   130  interrupted (Ctrl-C); the cache is left as it was
+  143  terminated (SIGTERM: timeout, a job scheduler); the cache is left as it was
 Errors are printed as one line (a description lists all its problems) without a Python traceback;
 --debug adds the traceback."""
 
@@ -162,6 +165,9 @@ def report(error: BaseException) -> int:
     """Print a command-line message for ``error`` on stderr; return the exit status (EXIT_*)."""
     import sys
 
+    if isinstance(error, Terminated):
+        print("terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     if isinstance(error, KeyboardInterrupt):
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -174,9 +180,19 @@ def report(error: BaseException) -> int:
     if isinstance(error, BuildError):
         print(f"build failed: {error}", file=sys.stderr)
         return EXIT_BUILD
+    if isinstance(error, BrokenPipeError) and error.filename is None:
+        # What reads our output has gone (`... | head -1`): nothing to tell it. Later writes (the interpreter's
+        # flush at exit) go nowhere instead of raising again, as Python's documentation advises.
+        import os
+
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # no stdout file descriptor
+            pass
+        return EXIT_ENVIRONMENT
     if isinstance(error, OSError):
-        where = f" {error.filename}" if error.filename else ""
-        print(f"error:{where}: {error.strerror or error}", file=sys.stderr)
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"error: {where}{error.strerror or error}", file=sys.stderr)
         return EXIT_ENVIRONMENT
     if isinstance(error, MemoryError):
         print(f"error: out of memory {error}".rstrip(), file=sys.stderr)
@@ -212,7 +228,7 @@ def exit_with(status: int) -> None:
     import os
     import sys
 
-    if status == EXIT_INTERRUPTED:
+    if status in (EXIT_INTERRUPTED, EXIT_TERMINATED):
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -222,16 +238,30 @@ def exit_with(status: int) -> None:
     sys.exit(status)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the main thread is, as Ctrl-C's KeyboardInterrupt is: a build cleans up after itself
+    the same way (its temporary directory removed, the cache lock released) before the command exits."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
+
+
 def run_command(function, *args, debug: bool = False) -> int:
     """Run a command-line action: its return value is the exit status; every failure becomes one
     line on stderr and a documented status (see EXIT_STATUS_HELP), or a traceback too with ``debug``.
-    Warnings print as one line each."""
+    Warnings print as one line each; SIGTERM ends the action as Ctrl-C does (status EXIT_TERMINATED)."""
+    import signal
     import sys
+    import threading
     import traceback
     import warnings
 
     saved = warnings.showwarning
     warnings.showwarning = show_warning
+    saved_sigterm = False  # not replaced (signals go to the main thread only)
+    if threading.current_thread() is threading.main_thread():
+        saved_sigterm = signal.signal(signal.SIGTERM, _terminate)
     try:
         return function(*args)
     except SystemExit:
@@ -249,3 +279,5 @@ def run_command(function, *args, debug: bool = False) -> int:
         return EXIT_BUILD
     finally:
         warnings.showwarning = saved
+        if saved_sigterm is not False:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if saved_sigterm is None else saved_sigterm)
