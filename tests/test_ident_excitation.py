@@ -417,3 +417,24 @@ def test_prismatic_joint_away_from_zero_and_a_given_base_frequency():
     q = trajectory.evaluate(np.linspace(0, 4, 4001))[0]
     assert 0.2 < q.min() and q.max() < 1.0
     assert report.cond < regressor_condition(robot, single_sine(("slide",), 4.0, amplitude=0.1, offsets=[0.6]))
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("joint_names", 0.5, "joint_names: expected a sequence"),
+    ("a", {"x": 1}, "a: cannot convert"),
+    ("a", [[0.1, 0.2], [0.3]], "a: cannot convert"),
+    ("b", [["shoulder", 0.0], [0.0, 0.0]], "b: cannot convert"),
+    ("frequency", 2.0 ** 63, "frequency: .* is beyond 1000 Hz"),
+])
+def test_a_damaged_fourier_line_names_its_line_and_field(tmp_path, field, value, message):
+    """An edited '# fourier:' header: the message names the file, the line and the field (it read
+    "'float' object is not iterable", or blamed the mass matrix for a frequency of 2^63 Hz)."""
+    path = single_sine(("shoulder", "elbow"), period=4.0).save(tmp_path / "t.csv", rate=10.0)
+    lines = path.read_text().splitlines()
+    number = next(i for i, line in enumerate(lines) if line.startswith("# fourier: "))
+    values = json.loads(lines[number][len("# fourier: "):])
+    values[field] = value
+    lines[number] = "# fourier: " + json.dumps(values)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=rf"t\.csv:{number + 1}: '# fourier:' line: {message}"):
+        FourierTrajectory.load(path)

@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from .._arrays import float_array
+
 __all__ = [
     "CRITERIA",
     "DEFAULT_LIMITS",
@@ -76,6 +78,8 @@ SCALE_WARNING = 100.0
 #: Regularisation of the D-optimal criterion, relative to the mean eigenvalue of WᵀW/N.
 D_OPTIMAL_EPSILON = 1e-9
 _FORMAT = "robodyn excitation v1"
+#: The highest base frequency of an excitation trajectory (Hz): a robot arm's are a fraction of a hertz.
+MAX_FREQUENCY = 1e3
 
 
 # --------------------------------------------------------------------------- the trajectory
@@ -98,10 +102,13 @@ class FourierTrajectory:
 
     def __post_init__(self):
         frequency = _positive(self.frequency, "frequency")
-        a = np.array(self.a, dtype=np.float64, ndmin=2)
-        b = np.array(self.b, dtype=np.float64, ndmin=2)
-        offsets = np.array(self.offsets, dtype=np.float64, ndmin=1)
-        names = tuple(self.joint_names) if not isinstance(self.joint_names, str) else None
+        if frequency > MAX_FREQUENCY:
+            raise ValueError(f"frequency: {frequency:g} Hz is beyond {MAX_FREQUENCY:g} Hz, faster than any robot "
+                             "can be excited")
+        a = float_array(self.a, "a", ndmin=2)
+        b = float_array(self.b, "b", ndmin=2)
+        offsets = float_array(self.offsets, "offsets", ndmin=1)
+        names = tuple(self.joint_names) if isinstance(self.joint_names, (list, tuple)) else None
         if names is None or not all(isinstance(name, str) and name and "," not in name for name in names):
             raise TypeError(f"joint_names: expected a sequence of non-empty names without commas, "
                             f"got {self.joint_names!r}")
@@ -186,7 +193,7 @@ class FourierTrajectory:
             raise ValueError(f"{source}: not a robodyn excitation trajectory (expected format {_FORMAT!r})")
         try:
             return cls(frequency=values["frequency"], a=values["a"], b=values["b"], offsets=values["offsets"],
-                       joint_names=tuple(values["joint_names"]), duration=values.get("duration"))
+                       joint_names=values["joint_names"], duration=values.get("duration"))
         except KeyError as exc:
             raise ValueError(f"{source}: missing field {exc.args[0]!r}") from None
         except (TypeError, ValueError) as exc:
@@ -274,15 +281,15 @@ class FourierTrajectory:
             return cls.from_dict(values, str(path))
         if suffix == ".csv":
             with open(path, encoding="utf-8") as stream:
-                for line in stream:
+                for number, line in enumerate(stream, 1):
                     if not line.startswith("#"):
                         break
                     if line.startswith("# fourier: "):
                         try:
                             values = json.loads(line[len("# fourier: "):])
                         except json.JSONDecodeError as exc:
-                            raise ValueError(f"{path}: damaged '# fourier:' line ({exc})") from None
-                        return cls.from_dict(values, str(path))
+                            raise ValueError(f"{path}:{number}: damaged '# fourier:' line ({exc})") from None
+                        return cls.from_dict(values, f"{path}:{number}: '# fourier:' line")
             raise ValueError(f"{path}: no '# fourier:' comment line before the header (not written by "
                              "FourierTrajectory.save)")
         if suffix == ".npz":
