@@ -49,33 +49,12 @@ static rd_dispatch_fn rd_method_dispatch;
 /* Where a RobotCore keeps its rd_core, measured on a live object by robodyn._native. */
 static Py_ssize_t rd_core_offset = -1;
 
-static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                                PyObject *kwnames)
+/* slots[0:nargs] = args, None after (the fast path then tests one value, not two). Spelled out: as a loop, the
+   compiler calls memcpy, several times the work. */
+static RD_ALWAYS_INLINE void rd_fill_positional(PyObject **slots, PyObject *const *args, Py_ssize_t nargs)
 {
-    rd_method_info *m = &rd_methods[index];
-    const int n_args = m->n_args;
-    PyObject *slots[RD_METHOD_MAX_ARGS];
-    PyObject **values = slots; /* the parameters in order, None where not given */
-    int i;
-    if (nargs == n_args && kwnames == NULL) { /* all given by position (out too): read in place, not copied */
-        values = (PyObject **)args;
-        goto parsed;
-    }
-    /* This call site's layout, kept from its last call: */
-    const int known = kwnames != NULL && kwnames == m->kw_names && nargs == m->kw_nargs;
-    if (known && m->kw_in_place) { /* `robot.M(q, out=o)`: the values already lie in parameter order */
-        values = (PyObject **)args;
-        goto parsed;
-    }
-    if (nargs > n_args) {
-        PyErr_Format(PyExc_TypeError, "%S() takes at most %d positional arguments (%zd given)", m->name, n_args,
-                     nargs);
-        return NULL;
-    }
-    /* Parameters not given are None from here on (the fast path then tests one value, not two). */
-    for (i = 0; i < RD_METHOD_MAX_ARGS; ++i)
+    for (int i = 0; i < RD_METHOD_MAX_ARGS; ++i)
         slots[i] = Py_None;
-    /* Spelled out: as a loop, the compiler calls memcpy, several times the work. */
     switch (nargs) {
     case 8: slots[7] = args[7]; /* fall through */
     case 7: slots[6] = args[6]; /* fall through */
@@ -87,11 +66,51 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
     case 1: slots[0] = args[0]; /* fall through */
     default: break;
     }
+}
+
+static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
+{
+    rd_method_info *m = &rd_methods[index];
+    const int n_args = m->n_args;
+    PyObject *slots[RD_METHOD_MAX_ARGS];
+    PyObject **values = slots; /* the parameters in order, None where not given */
+    int i;
+    if (kwnames == NULL) { /* by position only */
+        if (nargs == n_args) { /* all given (out too): read in place, not copied */
+            values = (PyObject **)args;
+            goto parsed;
+        }
+        if (nargs > n_args) {
+            PyErr_Format(PyExc_TypeError, "%S() takes at most %d positional arguments (%zd given)", m->name, n_args,
+                         nargs);
+            return NULL;
+        }
+        if (nargs < m->n_required) {
+            PyErr_Format(PyExc_TypeError, "%S() missing required argument '%S' (pos %d)", m->name,
+                         PyTuple_GET_ITEM(m->names, nargs), (int)nargs + 1);
+            return NULL;
+        }
+        rd_fill_positional(slots, args, nargs);
+        goto parsed;
+    }
+    /* This call site's layout, kept from its last call: */
+    const int known = kwnames == m->kw_names && nargs == m->kw_nargs;
+    if (known && m->kw_in_place) { /* `robot.M(q, out=o)`: the values already lie in parameter order */
+        values = (PyObject **)args;
+        goto parsed;
+    }
+    if (nargs > n_args) {
+        PyErr_Format(PyExc_TypeError, "%S() takes at most %d positional arguments (%zd given)", m->name, n_args,
+                     nargs);
+        return NULL;
+    }
+    rd_fill_positional(slots, args, nargs);
     if (known) { /* `robot.inverse_dynamics(q, qd, qdd, out=o)`: h, between, stays None */
         const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
         for (Py_ssize_t k = 0; k < nkw; ++k)
             slots[m->kw_target[k]] = args[nargs + k];
-    } else if (kwnames != NULL) {
+    } else {
         unsigned given = nargs >= 32 ? ~0u : (1u << nargs) - 1u; /* bit j: parameter j has a value */
         const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
         signed char target[RD_METHOD_MAX_ARGS]; /* the layout to keep: keyword k names parameter target[k] */
@@ -142,10 +161,6 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
         Py_INCREF(kwnames);
         Py_XSETREF(m->kw_names, kwnames);
 #endif
-    } else if (nargs < m->n_required) {
-        PyErr_Format(PyExc_TypeError, "%S() missing required argument '%S' (pos %d)", m->name,
-                     PyTuple_GET_ITEM(m->names, nargs), (int)nargs + 1);
-        return NULL;
     }
 parsed:
     /* The fast path straight from here (self is a RobotCore: the method descriptor checked it). */
