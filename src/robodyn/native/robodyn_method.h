@@ -68,6 +68,13 @@ static RD_ALWAYS_INLINE void rd_fill_positional(PyObject **slots, PyObject *cons
     }
 }
 
+/* The TypeError of a call with more positional arguments than the method has parameters. */
+static PyObject *rd_too_many(const rd_method_info *m, Py_ssize_t nargs)
+{
+    PyErr_Format(PyExc_TypeError, "%S() takes at most %d positional arguments (%zd given)", m->name, m->n_args, nargs);
+    return NULL;
+}
+
 static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                 PyObject *kwnames)
 {
@@ -82,9 +89,7 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
             goto parsed;
         }
         if (nargs > n_args) {
-            PyErr_Format(PyExc_TypeError, "%S() takes at most %d positional arguments (%zd given)", m->name, n_args,
-                         nargs);
-            return NULL;
+            return rd_too_many(m, nargs);
         }
         if (nargs < m->n_required) {
             PyErr_Format(PyExc_TypeError, "%S() missing required argument '%S' (pos %d)", m->name,
@@ -101,9 +106,7 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
         goto parsed;
     }
     if (nargs > n_args) {
-        PyErr_Format(PyExc_TypeError, "%S() takes at most %d positional arguments (%zd given)", m->name, n_args,
-                     nargs);
-        return NULL;
+        return rd_too_many(m, nargs);
     }
     rd_fill_positional(slots, args, nargs);
     if (known) { /* `robot.inverse_dynamics(q, qd, qdd, out=o)`: h, between, stays None */
