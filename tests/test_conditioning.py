@@ -124,30 +124,42 @@ def test_huge_attribute_is_not_echoed_whole():
 
 def test_a_model_double_precision_cannot_verify_is_refused_with_a_hint(tmp_path):
     """Found by the description fuzzer (seed 7, case 47): the PR arm with d = 0.4e99 m beside lengths
-    of 0.1 m. Its self-check cannot hold in doubles; the build refuses it (exit 3), publishes nothing,
+    of 0.1 m. Such a length is now refused where it is written (beyond MAX_QUANTITY, 1e15); one within that
+    bound, 0.4e14 m, still cannot be verified in doubles: the build refuses it (exit 3), publishes nothing,
     and says what to look at."""
-    from codegen.errors import SelfCheckError
+    from codegen.errors import DescriptionError, SelfCheckError
 
-    text = (ROOT / "robots" / "pr.yaml").read_text().replace("  d: 0.4\n", "  d: 0.4e99\n")
-    assert "0.4e99" in text
-    path = tmp_path / "pr_huge.yaml"
-    path.write_text(text)
-    with pytest.raises(SelfCheckError, match="check its units"):
-        robodyn.load(path, cache_dir=tmp_path / "cache", verbose=False)
-    assert not [p for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".lock-")]
+    for value, error, match in (("0.4e99", DescriptionError, r"pr_huge\.yaml:\d+: .* is beyond 1e\+15"),
+                                ("0.4e14", SelfCheckError, "check its units")):
+        text = (ROOT / "robots" / "pr.yaml").read_text().replace("  d: 0.4\n", f"  d: {value}\n")
+        assert value in text
+        path = tmp_path / "pr_huge.yaml"
+        path.write_text(text)
+        with pytest.raises(error, match=match):
+            robodyn.load(path, cache_dir=tmp_path / "cache", verbose=False)
+        assert not [p for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".lock-")]
 
 
 def test_a_robot_that_moves_no_mass_is_refused_with_a_hint(tmp_path):
     """Found by the adversarial review: the RR arm with every mass and inertia 0 parsed, compiled and
-    ended in a runtime ValueError from forward dynamics (no file, exit 1). The self-check now records
-    the singular M as failed checks and the build says what to look at (exit 3, nothing published)."""
-    from codegen.errors import SelfCheckError
+    ended in a runtime ValueError from forward dynamics (no file, exit 1). The description now refuses it
+    at the first link that nothing massive hangs on; a singular M the description cannot see (the elbow's mass
+    a point on its own axis, no inertia) is recorded by the self-check as failed checks, and the build says
+    what to look at (exit 3, nothing published)."""
+    from codegen.errors import DescriptionError, SelfCheckError
 
     text = (ROOT / "robots" / "rr.yaml").read_text()
+    massless = text
     for name, value in (("m1", "50.0"), ("m2", "50.0"), ("I1", "10.0"), ("I2", "10.0")):
-        text = text.replace(f"  {name}: {value}", f"  {name}: 0.0")
+        massless = massless.replace(f"  {name}: {value}", f"  {name}: 0.0")
     path = tmp_path / "rr_massless.yaml"
-    path.write_text(text)
+    path.write_text(massless)
+    with pytest.raises(DescriptionError, match=r"rr_massless\.yaml:\d+: joints\[0\]\.link: joint 'shoulder' moves "
+                                               "nothing massive"):
+        robodyn.load(path, cache_dir=tmp_path / "cache", verbose=False)
+    on_axis = text.replace("  ac2: 0.5", "  ac2: 0.0").replace("  I2: 10.0", "  I2: 0.0")
+    assert on_axis.count("0.0") > text.count("0.0")
+    path.write_text(on_axis)
     with pytest.raises(SelfCheckError, match="moves no mass") as caught:
         robodyn.load(path, cache_dir=tmp_path / "cache", verbose=False)
     assert "positive_definite" in str(caught.value)
