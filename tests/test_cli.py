@@ -220,10 +220,10 @@ def test_debug_prints_the_traceback(tmp_path):
     assert "Traceback" not in plain.stderr and "Traceback" in debug.stderr
 
 
-def _fresh(tmp_path: Path, tag: str) -> Path:
+def _fresh(tmp_path: Path, tag: str, robot: str = "pendulum") -> Path:
     """A description no cache holds yet (so a run must build it)."""
-    path = tmp_path / f"pendulum_{tag}.yaml"
-    path.write_text((ROBOTS / "pendulum.yaml").read_text() + f"\n# {tag} {time.time_ns()}\n")
+    path = tmp_path / f"{robot}_{tag}.yaml"
+    path.write_text((ROBOTS / f"{robot}.yaml").read_text() + f"\n# {tag} {time.time_ns()}\n")
     return path
 
 
@@ -231,15 +231,19 @@ def _left_behind(root: Path) -> list[Path]:
     return sorted(root.glob(".tmp-*")) if root.exists() else []
 
 
-@pytest.mark.parametrize("stage, sent, status, message", [
-    ("deriving", signal.SIGINT, EXIT_INTERRUPTED, "interrupted"),
-    ("compiling", signal.SIGINT, EXIT_INTERRUPTED, "interrupted"),
-    ("compiling", signal.SIGTERM, EXIT_TERMINATED, "terminated"),  # timeout, a job scheduler: it died silently,
-])                                                                 # leaving its temporary directory
-def test_ctrl_c_during_a_build(tmp_path, stage, sent, status, message):
+@pytest.mark.parametrize("stage, sent, status, message, robot", [
+    ("deriving", signal.SIGINT, EXIT_INTERRUPTED, "interrupted", "pendulum"),
+    ("compiling", signal.SIGINT, EXIT_INTERRUPTED, "interrupted", "pendulum"),
+    # timeout, a job scheduler: it died silently, leaving its temporary directory. The RR arm derives its
+    # identification pass in a forked child, which the parent stops with SIGTERM: the child must not inherit the
+    # parent's handler (it hung there, the parent waiting for a child that waited for work).
+    ("compiling", signal.SIGTERM, EXIT_TERMINATED, "terminated", "pendulum"),
+    ("deriving", signal.SIGTERM, EXIT_TERMINATED, "terminated", "rr"),
+])
+def test_ctrl_c_during_a_build(tmp_path, stage, sent, status, message, robot):
     """SIGINT (or SIGTERM) mid-build: one line, status 130 (143), nothing half-published; the next build works and
     prints its stages on stderr."""
-    description, root = _fresh(tmp_path, f"{stage}{int(sent)}"), tmp_path / "cache"
+    description, root = _fresh(tmp_path, f"{stage}{int(sent)}", robot), tmp_path / "cache"
     process = subprocess.Popen([sys.executable, "-m", "codegen", str(description), "--cache-dir", str(root)],
                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen = []
@@ -258,7 +262,7 @@ def test_ctrl_c_during_a_build(tmp_path, stage, sent, status, message):
     assert process.returncode == status, (out, err)
     assert err.strip().splitlines()[-1] == message and "Traceback" not in err
     assert _left_behind(root) == []
-    assert not [d for d in root.glob("pendulum-*")] if root.exists() else True
+    assert not [d for d in root.glob(f"{robot}-*")] if root.exists() else True
     again = _run("codegen", description, "--cache-dir", root)
     assert again.returncode == 0 and "built" in again.stdout, again.stderr
     stages = [line for line in again.stderr.splitlines() if line.startswith("[codegen]")]

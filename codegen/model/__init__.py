@@ -194,13 +194,17 @@ class _RegressorBeside:
 
 def _child_setup(parent: int) -> None:
     """The child's initializer. Ctrl-C reaches the whole process group, and the parent, which handles it, stops the
-    child (an idle child would otherwise print a traceback of its own), so the child ignores it. A parent that dies
-    otherwise (SIGTERM, SIGKILL) takes the child with it: an orphaned worker would wait for work forever, holding
-    the build's cache lock it inherited, and every later build of the robot would wait for that lock."""
+    child (an idle child would otherwise print a traceback of its own), so the child ignores it. SIGTERM, the
+    parent's way to stop it (``_stop``), kills it again: the command line's handler (robodyn.errors.run_command),
+    inherited through the fork, would raise inside the worker, which reports an exception of its task and waits
+    for the next one while the parent waits for it to end. A parent that dies otherwise (SIGTERM, SIGKILL) takes
+    the child with it: an orphaned worker would wait for work forever, holding the build's cache lock it inherited,
+    and every later build of the robot would wait for that lock."""
     import signal
     import sys
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
         import ctypes
 
