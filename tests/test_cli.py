@@ -463,3 +463,5 @@ def test_output_closed_by_its_reader_ends_quietly(tmp_path, cache_dir, load, cap
     capsys.readouterr()  # the build's progress, if the fixture built rr
     assert report(OSError(5, "Input/output error")) == EXIT_ENVIRONMENT  # without a file name: no empty "::"
     assert capsys.readouterr().err == "error: Input/output error\n"
+    assert report(BrokenPipeError(32, "Broken pipe")) == EXIT_ENVIRONMENT  # another pipe than stdout: said
+    assert capsys.readouterr().err == "error: Broken pipe\n"

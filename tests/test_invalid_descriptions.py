@@ -326,3 +326,11 @@ def test_joint_limits_are_not_bounded_as_quantities(tmp_path):
     huge = re.sub(r'<origin xyz="[^"]*"', '<origin xyz="1e20 0 0"', text, count=1)
     with pytest.raises(DescriptionError, match=r"limits\.urdf:\d+: .*origin\.xyz: 1e\+20 .* is beyond 1e\+15"):
         parse_urdf_text(huge, "limits.urdf")
+    # A link fixed to the base is dropped, and exporters give it placeholder values: not bounded; a moving one is.
+    placeholder = text.replace('<link name="world"/>', '<link name="world"><inertial><mass value="1e16"/><inertia '
+                               'ixx="1e20" ixy="0" ixz="0" iyy="1e20" iyz="0" izz="1e20"/></inertial></link>', 1)
+    assert "1e16" in placeholder
+    parse_urdf_text(placeholder, "limits.urdf")
+    heavy = re.sub(r'(<link name="upper">.*?<mass value=")[^"]*"', r'\g<1>2e15"', text, count=1, flags=re.S)
+    with pytest.raises(DescriptionError, match=r"link\[upper\]\.inertial\.mass: 2e\+15 is beyond 1e\+15"):
+        parse_urdf_text(heavy, "limits.urdf")

@@ -178,3 +178,19 @@ def test_routines_that_are_zero_but_for_rounding_pass(tmp_path):
     q, qd = np.array([0.4, -1.1]), np.array([0.7, 2.0])
     assert np.max(np.abs(robot.g(q))) < 1e-14 and np.max(np.abs(robot.C(q, qd))) < 1e-14
     assert np.max(np.abs(robot.M(q))) > 0.1
+
+
+def test_the_rounding_floor_of_an_output_comes_from_its_own_quantity():
+    """rr in millimetres and grams: torques of 1e11, an inverse inertia of 1e-10. A floor from the largest value of
+    any routine would let a wrong M⁻¹ pass; each output's comes from its quantity, M⁻¹ has none."""
+    from codegen.extension.selfcheck import ZERO_FLOOR, rounding_floors
+
+    references = {"gravity": [np.full((20, 2), 9.4e11)], "mass_matrix": [np.full((20, 2, 2), 1.4e11)],
+                  "forward_dynamics": [np.full((20, 2), 10.0)],
+                  "forward_dynamics_derivatives": [np.full((20, 2, 2), 3.0), np.full((20, 2, 2), 0.5),
+                                                   np.full((20, 2, 2), 1.2e-10)],
+                  "tool_pose": [np.full((20, 4, 4), 1e3)], "coriolis_matrix": None}
+    floors = rounding_floors(references)
+    assert floors["gravity"] == floors["mass_matrix"] == [ZERO_FLOOR * 9.4e11]
+    assert floors["forward_dynamics_derivatives"] == [ZERO_FLOOR * 10.0, ZERO_FLOOR * 10.0, 0.0]
+    assert floors["tool_pose"] == [0.0] and floors["coriolis_matrix"] == []

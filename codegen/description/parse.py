@@ -201,7 +201,7 @@ def _closest(key: Any, allowed: set[str]) -> str:
 
 
 # Joint, link and loop names are not symbols of the model, but a joint q2 would read as another joint's angle.
-_ARGUMENT_LIKE = re.compile(r"^(q|qd|qdd|tau|h)b?\d*$")
+_ARGUMENT_LIKE = re.compile(rf"^(?:{'|'.join(sorted(model_names.ARGUMENT_STEMS, key=len, reverse=True))})b?\d*$")
 
 
 def _check_identifier(node: _Node, what: str, symbol: bool = False) -> str:
@@ -214,8 +214,8 @@ def _check_identifier(node: _Node, what: str, symbol: bool = False) -> str:
         raise node.error(f"{what} {name!r} is a reserved name")
     if symbol and model_names.is_reserved(name):
         other = re.sub(r"(\d+)$", r"_\1", name) if name[-1].isdigit() else name + "_"
-        raise node.error(f"{what} {name!r} is a reserved name: the generator names its own symbols so (q1, qd1, "
-                         f"w12, k3, x1, h_fx, ...); choose another, e.g. {other!r}")
+        raise node.error(f"{what} {name!r} is a reserved name: the generator names its own symbols so "
+                         f"(q1, qd1, w12, k3, x1, h_fx, ...); choose another, e.g. {other!r}")
     return name
 
 
@@ -702,8 +702,8 @@ def _check_massless_subtrees(items: list[_Node], joints: tuple[Joint, ...], ctx:
             link = items[index].get("link") if items[index].has("link") else items[index]
             raise link.error(f"joint {joint.name!r} moves nothing massive (its link and every link beyond have no "
                              f"mass{'' if joint.kind == 'prismatic' else ' and no inertia'} at the parameters' "
-                             "defaults): M would be singular; give the link a mass, or remove the joint (fold its link's frame into "
-                             "the next joint's placement)")
+                             "defaults): M would be singular; give the link a mass, or remove the joint (fold its "
+                             "link's frame into the next joint's placement)")
 
 
 def _check_planar_inertias(items: list[_Node], joints: tuple[Joint, ...], base: sp.Matrix,

@@ -376,16 +376,18 @@ def _parse_link(reader: _Reader, element: _Element) -> _Link:
     field_ = f"{field_}.inertial"
     origin = reader.origin(inertial, field_)
     mass_element = reader.single(inertial, "mass", field_, required=True)
-    mass = reader.number(mass_element, "value", f"{field_}.mass")
+    # Mass and inertia are bounded (MAX_QUANTITY) with the tensor's other checks, for links that move only: links
+    # fixed to the base are dropped, and exporters give them placeholder values.
+    mass = reader.number(mass_element, "value", f"{field_}.mass", bounded=False)
     if mass < 0:
         raise reader.error(mass_element, f"{field_}.mass", f"mass must not be negative (got {float(mass):g})")
     inertia_element = reader.single(inertial, "inertia", field_, required=True)
     keys = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
-    values = {key: reader.number(inertia_element, key, f"{field_}.inertia.{key}") for key in keys}
+    values = {key: reader.number(inertia_element, key, f"{field_}.inertia.{key}", bounded=False) for key in keys}
     inertia = sp.Matrix([[values["ixx"], values["ixy"], values["ixz"]],
                          [values["ixy"], values["iyy"], values["iyz"]],
                          [values["ixz"], values["iyz"], values["izz"]]])
-    check = (inertia_element, f"{field_}.inertia", inertia, mass)
+    check = (inertia_element, f"{field_}.inertia", inertia, mass, mass_element)
     rotation = origin[:3, :3]
     if rotation != sp.eye(3):
         inertia = (rotation * inertia * rotation.T).applyfunc(_bake)
@@ -393,9 +395,15 @@ def _parse_link(reader: _Reader, element: _Element) -> _Link:
 
 
 def _check_inertia(reader: _Reader, element: _Element, field_: str, inertia: sp.Matrix, mass: sp.Expr,
-                   accept: bool) -> None:
-    """The link's tensor must be physically possible (``physical.check_mass_properties``); with
-    ``accept`` an impossible one gives a DescriptionWarning instead of the error."""
+                   mass_element: _Element, accept: bool) -> None:
+    """The link's mass and tensor must be within MAX_QUANTITY, and the tensor physically possible
+    (``physical.check_mass_properties``); with ``accept`` an impossible one gives a DescriptionWarning instead of the
+    error."""
+    for where, name, value in ((mass_element, field_.rsplit(".", 1)[0] + ".mass", mass),
+                               *((element, field_, entry) for entry in inertia)):
+        if abs(value) > MAX_QUANTITY:
+            raise reader.error(where, name, f"{float(value):.3g} is beyond {MAX_QUANTITY:g}: no robot needs it in "
+                               "any units, and the model's products of such values overflow double precision")
     values = np.array(inertia.evalf(30).tolist(), dtype=float)
     violations = check_mass_properties(float(mass), values)
     if not violations:

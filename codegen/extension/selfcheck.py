@@ -13,8 +13,8 @@ On random states, with the default parameters:
 
 Every tolerance is relative to the magnitudes of the model's own values, so a
 robot in millimetres and grams checks like one in metres and tonnes: the
-symbolic comparison divides by the largest entry (of either side; at least ZERO_FLOOR of the largest value of
-any routine, for outputs that are zero but for rounding), the skew
+symbolic comparison divides by the largest entry (of either side; for torques and accelerations at least
+ZERO_FLOOR of the largest torque or acceleration, see FLOOR_QUANTITIES), the skew
 check by the largest of Ṁ and C, and the inverse/forward round trip by the
 largest term of M q̈ + C q̇ + g (its torques come from the model's inverse
 dynamics, its wrenches are scaled to the same torques).
@@ -39,10 +39,23 @@ from ..model.program import needed_definitions
 from ..model.routines import DerivativeSolve, Expressions, RoutineDefinition, RoutineSet, TreeSolve
 
 SYMBOLIC_TOLERANCE = 1e-12
-# The smallest scale of that comparison, as a fraction of the largest value of any routine: rounding leaves about
-# 1e-16 of its terms' size, which is at most that largest value, so a routine that is zero but for rounding passes,
-# and an error must still be below 1e-15 of it to pass unseen.
+# An output that vanishes for every state while its terms do not (g and C of a robot whose centres of mass lie on
+# axes gravity cannot turn) is rounding noise on both sides of the comparison: it is judged against at least
+# ZERO_FLOOR of the largest value of its quantity among the routines. Rounding leaves about 1e-16 of the terms'
+# size, which that largest value bounds, so such an output passes, while an error must still be below 1e-15 of it
+# to pass unseen.
 ZERO_FLOOR = 1e-3
+#: The quantity of each output (routine -> one entry per output; None: judged on its own scale only). Quantities,
+#: not the largest value of any routine: units differ between routines (a robot in millimetres and grams has
+#: torques of 1e11 and an inverse inertia of 1e-10), and the floor must not cover a small quantity with a big one.
+#: With the sampled velocities and accelerations of order 1, M and C are on the torques' scale.
+FLOOR_QUANTITIES = {
+    "mass_matrix": ("torque",), "coriolis_matrix": ("torque",), "gravity": ("torque",), "friction": ("torque",),
+    "nonlinear_effects": ("torque",), "inverse_dynamics": ("torque",),
+    "inverse_dynamics_derivatives": ("torque", "torque"),
+    "forward_dynamics": ("acceleration",),
+    "forward_dynamics_derivatives": ("acceleration", "acceleration", None),
+}
 IDENTITY_TOLERANCE = 1e-9
 SKEW_TOLERANCE = 1e-6  # finite differences of M limit this one
 DIFFERENCE_TOLERANCE = 1e-6  # derivatives against central differences, beyond the differences' own error
@@ -155,6 +168,22 @@ def random_inputs(routines: RoutineSet, count: int, seed: int = 0, robot=None) -
     return values
 
 
+def rounding_floors(references: dict) -> dict:
+    """routine name -> the smallest scale of each output's comparison (see FLOOR_QUANTITIES): ZERO_FLOOR times the
+    largest finite value of its quantity among ``references`` (routine name -> its reference outputs, or None), 0
+    for an output without one."""
+    largest: dict[str, float] = {}
+    for name, outputs in references.items():
+        for quantity, output in zip(FLOOR_QUANTITIES.get(name, ()), outputs or ()):
+            if quantity is not None:
+                value = np.abs(np.asarray(output, dtype=float))
+                largest[quantity] = max(largest.get(quantity, 0.0), float(np.max(value, initial=0.0,
+                                                                                  where=np.isfinite(value))))
+    return {name: [ZERO_FLOOR * largest[q] if q is not None and q in largest else 0.0
+                   for q in (FLOOR_QUANTITIES.get(name, ()) + (None,) * len(outputs or ()))[:len(outputs or ())]]
+            for name, outputs in references.items()}
+
+
 def _relative(a: np.ndarray, b: np.ndarray, scale: float = 0.0) -> float:
     """max |a - b| relative to the largest entry of a or b (or ``scale`` if larger)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -236,16 +265,12 @@ def run_selfcheck(robot, routines: RoutineSet, samples: int = 20, seed: int = 0)
             continue
         compared.append((routine, [np.asarray(c).reshape(r.shape) for c, r in zip(compiled, reference)], reference,
                          condition))
-    # A routine whose values are all zero but for rounding (g and C of a robot whose links' centres of mass lie on
-    # axes that gravity cannot turn) would compare noise with noise: its differences are judged against at least
-    # ZERO_FLOOR times the largest value of any routine, the magnitude its terms' rounding is a fraction of.
-    largest = max((float(np.max(np.abs(r), initial=0.0, where=np.isfinite(r))) for _, _, outputs, _ in compared
-                   if outputs is not None for r in outputs), default=0.0)
+    floors = rounding_floors({routine.name: reference for routine, _, reference, _ in compared})
     for routine, compiled, reference, condition in compared:
         if compiled is None:
             checks.append(Check(f"compiled_vs_symbolic_{routine.name}", np.inf, SYMBOLIC_TOLERANCE))
             continue
-        error = max(_relative(c, r, ZERO_FLOOR * largest) for c, r in zip(compiled, reference))
+        error = max(_relative(c, r, floor) for c, r, floor in zip(compiled, reference, floors[routine.name]))
         # Two solves of M x = b (the compiled factorisation, NumPy's LU) agree to about cond(M) ulps.
         tolerance = SYMBOLIC_TOLERANCE * max(1.0, condition) if np.isfinite(condition) else SYMBOLIC_TOLERANCE
         checks.append(Check(f"compiled_vs_symbolic_{routine.name}", error, tolerance))

@@ -7,6 +7,7 @@ from typing import Callable
 import sympy as sp
 
 from ..description.model import RobotDescription
+from .names import WRENCH_NAMES
 
 #: A callable that hears one line of progress at a time (the pipeline prints it on stderr).
 Progress = Callable[[str], None]
@@ -22,7 +23,7 @@ def model_symbols(n: int, floating: bool = False):
         q = sp.symbols("qb1:8", real=True) + q
         qd, qdd, tau = (sp.symbols(f"{stem}b1:7", real=True) + rest
                         for stem, rest in (("qd", qd), ("qdd", qdd), ("tau", tau)))
-    return q, qd, qdd, tau, sp.symbols("h_fx h_fy h_fz h_mx h_my h_mz", real=True)
+    return q, qd, qdd, tau, sp.symbols(" ".join(WRENCH_NAMES), real=True)
 
 
 #: Velocity coordinates of a floating base (linear, then angular) -> index in a spatial vector [angular; linear].

@@ -24,8 +24,11 @@ TREE_PREFIX = "t_"
 #: Further numbered symbols: coordinates a model derives in before projecting (x, xd), a planar closure's task
 #: coordinates (xi) and the inverse geometric model's input (task).
 NUMBERED_STEMS = ("x", "xd", "xi", "task")
-#: Placeholders of one body's inertial parameters in the regressor's templates (XX_pi ... M_pi).
-TEMPLATE_NAMES = tuple(f"{stem}_pi" for stem in ("XX", "XY", "XZ", "YY", "YZ", "ZZ", "MX", "MY", "MZ", "M"))
+#: One body's inertial parameters (codegen.model.regressor: XX1 ... M1 in π), whose placeholders in the regressor's
+#: templates are named stem + TEMPLATE_SUFFIX (XX_pi ... M_pi).
+LINK_PARAMETERS = ("XX", "XY", "XZ", "YY", "YZ", "ZZ", "MX", "MY", "MZ", "M")
+TEMPLATE_SUFFIX = "_pi"
+TEMPLATE_NAMES = tuple(stem + TEMPLATE_SUFFIX for stem in LINK_PARAMETERS)
 
 
 def _alternatives(names) -> str:
@@ -42,7 +45,6 @@ RESERVED = re.compile(
 def is_reserved(name: str) -> bool:
     """Whether ``name`` is, or could be, the name of one of the generator's own symbols."""
     return RESERVED.match(name) is not None
-
 
 
 #: A robot's name prefixes the C symbols of its module (``<name>_robot``, ``<name>_gravity_kernel``, ...), which is

@@ -33,11 +33,12 @@ import sympy as sp
 from .. import geometry
 from ..description.model import RobotDescription
 from .common import BASE_TO_SPATIAL, Coupling, Progress
+from .names import LINK_PARAMETERS, TEMPLATE_NAMES
 from .program import Program, needed_definitions
 from .recursive import _cross, _dot, _motion_to_child, _product, force_cross, motion_cross
 
 #: The ten parameters of a body, in Khalil's order (the greedy base-parameter choice relies on it).
-LINK_PARAMETERS = ("XX", "XY", "XZ", "YY", "YZ", "ZZ", "MX", "MY", "MZ", "M")
+
 #: (kind, name stems) of every parameter group, in the order of π.
 PARAMETER_LAYOUT = (("link", LINK_PARAMETERS), ("rotor", ("Ia",)), ("viscous", ("Fv",)), ("coulomb", ("Fs",)))
 
@@ -75,11 +76,7 @@ class Regressor:
     seconds: float
 
 
-def _body_parameters(prefix: str):
-    return sp.symbols(" ".join(f"{stem}_{prefix}" for stem in LINK_PARAMETERS), real=True)
-
-
-_PI = _body_parameters("pi")
+_PI = sp.symbols(" ".join(TEMPLATE_NAMES), real=True)  # one body's inertial parameters, as placeholders
 
 
 def _inertia_times() -> callable:

@@ -275,9 +275,9 @@ cdef inline cnp.ndarray _as_array(object x, str name):
 
 
 cdef cnp.ndarray _from_sequence(object x, str name):
-    """A list or tuple of real numbers as a new float64 array, as strict as an array argument's dtype: strings,
-    bools, complex numbers and other objects are refused (NumPy would parse '0.3', turn True into 1.0 and None into
-    NaN)."""
+    """A list or tuple of real numbers (integers too) as a new float64 array: strings, bools, complex numbers and
+    other objects are refused, as arrays of those dtypes are (NumPy would parse '0.3', turn True into 1.0 and None
+    into NaN)."""
     try:
         a = np.array(x)
     except (TypeError, ValueError, OverflowError) as exc:

@@ -180,16 +180,8 @@ def report(error: BaseException) -> int:
     if isinstance(error, BuildError):
         print(f"build failed: {error}", file=sys.stderr)
         return EXIT_BUILD
-    if isinstance(error, BrokenPipeError) and error.filename is None:
-        # What reads our output has gone (`... | head -1`): nothing to tell it. Later writes (the interpreter's
-        # flush at exit) go nowhere instead of raising again, as Python's documentation advises.
-        import os
-
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):  # no stdout file descriptor
-            pass
-        return EXIT_ENVIRONMENT
+    if isinstance(error, BrokenPipeError) and _stdout_gone():
+        return EXIT_ENVIRONMENT  # what reads our output has gone (`... | head -1`): nothing to tell it
     if isinstance(error, OSError):
         where = f"{error.filename}: " if error.filename else ""
         print(f"error: {where}{error.strerror or error}", file=sys.stderr)
@@ -203,6 +195,37 @@ def report(error: BaseException) -> int:
     message = error.args[0] if isinstance(error, KeyError) and error.args else error
     print(f"error: {message}", file=sys.stderr)
     return EXIT_INPUT
+
+
+def _stdout_gone() -> bool:
+    """Whether standard output is a pipe its reader has closed (the write end then polls as an error). If so, later
+    writes (the interpreter's flush at exit) go to the null device instead of raising again, as Python's
+    documentation advises."""
+    import os
+    import sys
+
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # no file behind stdout
+        return False
+    try:
+        import select
+
+        poller = select.poll()
+        poller.register(descriptor, select.POLLOUT)
+        gone = any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll (Windows): a broken pipe there is most likely stdout
+        gone = True
+    if gone:
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, descriptor)
+            finally:
+                os.close(null)
+        except OSError:
+            pass
+    return gone
 
 
 def format_warning(message, category, filename, lineno, file=None, line=None) -> str:
@@ -244,6 +267,9 @@ class Terminated(KeyboardInterrupt):
 
 
 def _terminate(signum, frame) -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM, during the clean-up, ends the process at once
     raise Terminated()
 
 

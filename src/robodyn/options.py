@@ -222,7 +222,7 @@ def _lock_pairs(value) -> tuple[tuple[str, float], ...]:
         if not math.isfinite(position):
             raise ValueError(f"lock: {name}: position must be finite, got {position}")
         if pairs.get(name, position) != position:
-            raise ValueError(f"lock: {name}: given twice, as {pairs[name]:g} and {position:g}")
+            raise ValueError(f"lock: {name}: given twice, as {pairs[name]!r} and {position!r}")
         pairs[name] = position
     return tuple(sorted(pairs.items()))
 
@@ -240,7 +240,7 @@ def parse_assignments(items: list[str], option: str) -> dict[str, float]:
             if not math.isfinite(number):
                 raise ValueError(f"{option} {item!r}: the value must be a finite number")
             if values.get(name.strip(), number) != number:  # the last one would win without a word
-                raise ValueError(f"{option} {item!r}: {name.strip()} was already given as {values[name.strip()]:g}")
+                raise ValueError(f"{option} {item!r}: {name.strip()} was already given as {values[name.strip()]!r}")
             values[name.strip()] = number
         if not sep or not name.strip():
             raise ValueError(f"{option} {item!r}: expected NAME=NUMBER")

@@ -108,7 +108,8 @@ class FourierTrajectory:
         a = float_array(self.a, "a", ndmin=2)
         b = float_array(self.b, "b", ndmin=2)
         offsets = float_array(self.offsets, "offsets", ndmin=1)
-        names = tuple(self.joint_names) if isinstance(self.joint_names, (list, tuple)) else None
+        names = tuple(self.joint_names) if isinstance(self.joint_names, (Sequence, np.ndarray)) and not isinstance(
+            self.joint_names, str) else None
         if names is None or not all(isinstance(name, str) and name and "," not in name for name in names):
             raise TypeError(f"joint_names: expected a sequence of non-empty names without commas, "
                             f"got {self.joint_names!r}")
