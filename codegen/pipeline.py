@@ -51,7 +51,7 @@ from typing import Callable
 
 from robodyn import cache
 from robodyn.cache import MANIFEST, SELFCHECK, Entry
-from robodyn.errors import SelfCheckError, StorageError
+from robodyn.errors import BuildError, CodegenError, SelfCheckError, StorageError
 from robodyn.options import BuildOptions
 
 Progress = Callable[[str], None]
@@ -366,6 +366,13 @@ def _build(request: Request, description, say: Progress, started: float, parse_s
             f"compilation together, the compiler running alongside the emission")
         say("self-checking the compiled module" if request.options.selfcheck else "self-check skipped (--no-selfcheck)")
         result = check_and_publish(compiled, routines, request, timings)
+    except (ValueError, TypeError, KeyError, IndexError, ArithmeticError) as error:
+        if isinstance(error, CodegenError):
+            raise
+        # The description passed its checks, so an error of these kinds from here on is the generator's own (a bug),
+        # not an invalid input: said so (the command line's status 3), with the traceback behind it (--debug).
+        raise BuildError(f"internal error of the generator on {request.path} (a bug in robodyn: please report it with "
+                         f"the output of --debug): {type(error).__name__}: {error}") from error
     finally:
         binding.cancel()  # a no-op once the compile stage has its result
     result.timings["total_s"] = time.perf_counter() - started

@@ -362,3 +362,22 @@ def test_load_announces_a_build_only_once_it_runs_and_a_refused_description_prin
     if len(lines) > 1:  # the build took over a second: the announcement first, then the stages
         assert lines[0].startswith("[robodyn] building ") and all(
             line.startswith("[codegen] ") for line in lines[1:-1]), result.stderr
+
+
+def test_an_error_of_the_generator_itself_is_a_build_error_that_says_so(tmp_path, monkeypatch):
+    """After the description passed its checks, a ValueError or TypeError is the generator's bug, not invalid input:
+    the command line said 'error: <NumPy's message>' with status 1 (a length of 1e90 overflowed the regressor's
+    check). It is a BuildError (status 3) naming the description and asking for a report, the cause chained."""
+    from codegen import pipeline
+    from codegen.model import routines as routines_module
+
+    def broken(*args, **kwargs):
+        raise ValueError("operands could not be broadcast together")
+
+    monkeypatch.setattr(routines_module, "define_routines", broken)
+    path = tmp_path / "rr.yaml"
+    path.write_text((ROBOTS / "rr.yaml").read_text())
+    with pytest.raises(BuildError, match=r"internal error of the generator on .*rr\.yaml .*ValueError: operands") as info:
+        pipeline.build(path, cache_dir=tmp_path / "cache")
+    assert isinstance(info.value.__cause__, ValueError)
+    assert not [p for p in (tmp_path / "cache").iterdir() if not p.name.startswith(".lock-")]
