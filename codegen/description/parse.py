@@ -683,8 +683,8 @@ def _check_massless_subtrees(items: list[_Node], joints: tuple[Joint, ...], ctx:
     Values that do not evaluate to numbers are taken as massive (the other checks report them)."""
     def at_defaults(expr) -> float | None:
         try:
-            value = complex(sp.N(sp.sympify(expr).xreplace(ctx.defaults), 20))
-        except (TypeError, ValueError):
+            value = complex(sp.N(expr.xreplace(ctx.defaults), 20))  # SymPy expressions of the description
+        except (TypeError, ValueError, AttributeError):
             return None
         return abs(value) if value.imag == 0 else None
 

@@ -252,7 +252,7 @@ def run_selfcheck(robot, routines: RoutineSet, samples: int = 20, seed: int = 0)
     values = random_inputs(routines, samples, seed, robot)
     programs = NumPyPrograms()  # the routines' reference functions share the model's definitions: printed once
     checks: list[Check] = []
-    compared = []  # (routine, compiled outputs, reference outputs, condition), or None for the routine's outputs
+    compared = []  # (routine, compiled outputs, reference outputs, condition); None, None: no answer (singular M)
     for definition in routines.definitions:
         routine = definition.routine
         inputs = [values[a.name] for a in routine.arguments]
