@@ -24,8 +24,9 @@ TREE_PREFIX = "t_"
 #: Further numbered symbols: coordinates a model derives in before projecting (x, xd), a planar closure's task
 #: coordinates (xi) and the inverse geometric model's input (task).
 NUMBERED_STEMS = ("x", "xd", "xi", "task")
-#: One body's inertial parameters (codegen.model.regressor: XX1 ... M1 in π), whose placeholders in the regressor's
-#: templates are named stem + TEMPLATE_SUFFIX (XX_pi ... M_pi).
+#: One body's inertial parameters (codegen.model.regressor: XX1 ... M1 in π), in Khalil's order (the greedy
+#: base-parameter choice relies on it); their placeholders in the regressor's templates are named stem +
+#: TEMPLATE_SUFFIX (XX_pi ... M_pi).
 LINK_PARAMETERS = ("XX", "XY", "XZ", "YY", "YZ", "ZZ", "MX", "MY", "MZ", "M")
 TEMPLATE_SUFFIX = "_pi"
 TEMPLATE_NAMES = tuple(stem + TEMPLATE_SUFFIX for stem in LINK_PARAMETERS)

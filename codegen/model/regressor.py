@@ -37,8 +37,6 @@ from .names import LINK_PARAMETERS, TEMPLATE_NAMES
 from .program import Program, needed_definitions
 from .recursive import _cross, _dot, _motion_to_child, _product, force_cross, motion_cross
 
-#: The ten parameters of a body, in Khalil's order (the greedy base-parameter choice relies on it).
-
 #: (kind, name stems) of every parameter group, in the order of π.
 PARAMETER_LAYOUT = (("link", LINK_PARAMETERS), ("rotor", ("Ia",)), ("viscous", ("Fv",)), ("coulomb", ("Fs",)))
 

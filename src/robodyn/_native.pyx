@@ -194,8 +194,9 @@ cdef extern from "numpy/arrayobject.h":
                                 const cnp.npy_intp* strides, void* data, int flags, object obj)
 
 import json as _json
-import numbers as _numbers
 import numpy as np
+
+from robodyn._arrays import real_sequence, refuse_masked
 
 cnp.import_array()
 
@@ -210,10 +211,10 @@ cdef enum:
 # Releasing and re-taking the GIL costs 30-50 ns and ~360 instructions per call, and a thread waiting for the GIL
 # takes microseconds to wake: below about 2 us of work two threads calling routines run slower with it released
 # than held (they hand the GIL back and forth), above it faster. Measured on a 2-core Xeon, with the operation counts
-# of that time (ns per call, two threads each calling the same routine, released / held): Panda C (3,343 operations) 480 / 270, Panda ID derivatives
-# (6,743) 870 / 570, Talos M (8,085) 1,060 / 720, Panda FD derivatives (8,531) 1,000 / 1,010, Talos FD (16,157)
-# 2,070 / 2,270, Talos C (27,635) 2,410 / 3,730, Talos ID derivatives (112,123) 13,300 / 22,500; one thread alone
-# is always faster held. In "auto" mode the GIL is released for batches and for routines of at least this many
+# of that time (ns per call, two threads each calling the same routine, released / held): Panda C (3,343
+# operations) 480 / 270, Panda ID derivatives (6,743) 870 / 570, Talos M (8,085) 1,060 / 720, Panda FD derivatives
+# (8,531) 1,000 / 1,010, Talos FD (16,157) 2,070 / 2,270, Talos C (27,635) 2,410 / 3,730, Talos ID derivatives
+# (112,123) 13,300 / 22,500; one thread alone is always faster held. In "auto" mode the GIL is released for batches and for routines of at least this many
 # operations.
 HEAVY_OPERATIONS = 15000
 
@@ -238,7 +239,6 @@ cdef inline const double* _fast_vector(object x, int width) noexcept:
 
 
 cdef cnp.dtype _FLOAT64 = np.dtype(np.float64)
-cdef object _REAL = _numbers.Real
 
 
 cdef extern from *:
@@ -266,34 +266,11 @@ cdef inline cnp.ndarray _as_array(object x, str name):
     if cnp.PyArray_CheckExact(x):
         return <cnp.ndarray>x
     if isinstance(x, (list, tuple)):
-        return _from_sequence(x, name)
+        return real_sequence(x, name)
     if isinstance(x, np.ndarray):
-        if isinstance(x, np.ma.MaskedArray) and np.ma.is_masked(x):
-            raise ValueError(f"{name}: has masked entries (pass the values to use, e.g. numpy.ma.filled)")
+        refuse_masked(x, name)
         return np.asarray(x)  # a subclass: view it as a plain ndarray
     raise TypeError(f"{name}: expected a numpy.ndarray of float64, got {type(x).__name__}")
-
-
-cdef cnp.ndarray _from_sequence(object x, str name):
-    """A list or tuple of real numbers (integers too) as a new float64 array: strings, bools, complex numbers and
-    other objects are refused, as arrays of those dtypes are (NumPy would parse '0.3', turn True into 1.0 and None
-    into NaN)."""
-    try:
-        a = np.array(x)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise TypeError(f"{name}: cannot convert to a float64 array ({exc})") from None
-    kind = a.dtype.kind
-    if kind == "O":  # numbers NumPy keeps as objects (int beyond 64 bits, Fraction, ...), or other things
-        for value in a.flat:
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, _REAL):
-                raise TypeError(f"{name}: expected real numbers, got {type(value).__name__}")
-    elif kind not in "iuf":
-        what = {"b": "bool", "c": "complex numbers", "U": "strings", "S": "bytes"}.get(kind, f"dtype {a.dtype}")
-        raise TypeError(f"{name}: expected real numbers, got {what}")
-    try:
-        return np.array(a, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise TypeError(f"{name}: cannot convert to a float64 array ({exc})") from None
 
 
 cdef inline int _check_layout(cnp.ndarray a, str name, bint writable) except -1:
