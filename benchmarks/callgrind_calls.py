@@ -15,11 +15,12 @@ its own total. Per call::
     total    = (Ir(call loop) - Ir(empty loop)) / calls
     kernel   = inclusive Ir of the generated C routine <robot>_<routine>_kernel (e.g. rr_gravity_kernel) / calls
     overhead = total - kernel     (Python call, argument checks, out=/allocation, table dispatch)
-    binding  = inclusive Ir of the method's trampoline rd_method_<index> (robodyn_method.h) / calls - kernel:
+    binding  = inclusive Ir of robodyn's entry (robodyn_method.h: rd_routine_vectorcall, or for a bound method its
+               trampoline rd_method_<index>) / calls - kernel:
                the part of the overhead inside robodyn's binding (argument parsing and checks, out=/allocation
                and the NumPy and CPython API calls it makes, the GIL, table dispatch); the rest of it,
                overhead - binding, is the interpreter's (the method lookup, the call instruction, the result's
-               reference); None when the trampoline is not found
+               reference); None when the entry is not found
 
 Usage::
 
@@ -157,8 +158,9 @@ def _total(dump: Path) -> int:
     raise RuntimeError(f"no totals in {dump}")
 
 
-#: The routine methods' trampolines (robodyn_method.h), one per table index: where robodyn's C starts.
-BINDING_SYMBOL = re.compile(r"rd_method_\d+")
+#: Where robodyn's C starts (robodyn_method.h): ``robot.<method>(...)`` enters rd_routine_vectorcall; a bound method
+#: (``f = robot.<method>; f(...)``) enters its table index's trampoline rd_method_<index>.
+BINDING_SYMBOL = re.compile(r"rd_routine_vectorcall|rd_method_\d+")
 
 
 def _inclusive(dump: Path, symbol: str | re.Pattern, absent=0):

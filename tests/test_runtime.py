@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
@@ -209,6 +210,85 @@ def test_keyword_arguments_in_every_arrangement(load):
         robot.M(q, outt=out)
     with pytest.raises(TypeError, match="missing required argument 'qd'"):
         robot.inverse_dynamics(q, qdd=qdd, out=np.empty(n))
+
+def test_calls_read_in_place_with_inputs_left_out_and_fall_back_with_every_parameter(load):
+    """Calls that leave optional inputs out (h of the inverse dynamics), by position or with keywords naming the
+    following parameters in order, are read where the interpreter put them (robodyn_method.h: n_given inputs, then
+    out). The same calls with a list among the inputs take the general path, which must get every parameter in its
+    place (h None, out the given array): a value read from the wrong place shows in the torques."""
+    robot = load("puma560")
+    n = robot.n
+    rng = np.random.default_rng(5)
+    q, qd, qdd = (rng.uniform(-1.0, 1.0, n) for _ in range(3))
+    h = rng.uniform(-1.0, 1.0, 6)
+    expected, with_h = robot.inverse_dynamics(q, qd, qdd), robot.inverse_dynamics(q, qd, qdd, h)
+    assert np.abs(expected - with_h).max() > 1e-3
+    for as_given in (lambda x: x, list):  # arrays: the fast path; a list: the general path
+        q_in = as_given(q)
+        for _ in range(2):  # each call site twice: the second reads the layout the first kept
+            np.testing.assert_allclose(robot.inverse_dynamics(q_in, qd, qdd), expected, rtol=1e-13, atol=1e-13)
+            np.testing.assert_allclose(robot.inverse_dynamics(q_in, qd, qdd=qdd), expected, rtol=1e-13, atol=1e-13)
+            np.testing.assert_allclose(robot.inverse_dynamics(q=q_in, qd=qd, qdd=qdd), expected, rtol=1e-13,
+                                       atol=1e-13)
+            out = np.full(n, 0.5)
+            assert robot.inverse_dynamics(q_in, qd, qdd, out=out) is out
+            np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+            out = np.full(n, 0.5)
+            assert robot.inverse_dynamics(q_in, qd, qdd=qdd, out=out) is out
+            np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
+            out = np.full(n, 0.5)
+            assert robot.inverse_dynamics(q_in, qd, qdd, h=h, out=out) is out
+            np.testing.assert_allclose(out, with_h, rtol=1e-13, atol=1e-13)
+            np.testing.assert_allclose(robot.g(q=q_in), robot.g(q), rtol=0, atol=0)
+        with pytest.raises(TypeError, match="missing required argument 'qdd'"):
+            robot.inverse_dynamics(q_in, qd, out=np.empty(n))
+
+
+def test_routine_methods_on_the_class(rr):
+    """What the class holds (robodyn_method.h's rd_routine_slot) behaves as the method descriptor it stands for:
+    called with a robot first it is the method; with anything else, or nothing, it refuses as the descriptor does;
+    attribute access gives the descriptor and bound methods; it cannot be instantiated or subclassed."""
+    q = np.array([0.3, -0.5])
+    raw = vars(robodyn.Robot)["g"]
+    np.testing.assert_array_equal(raw(rr, q), rr.g(q))
+    out = np.empty(2)
+    assert raw(rr, q, out=out) is out
+    with pytest.raises(TypeError, match="descriptor 'g'.*'int'"):
+        raw(5, q)
+    with pytest.raises(TypeError, match=r"Robot.g\(\) needs an argument"):
+        raw()
+    assert type(robodyn.Robot.g).__name__ == "method_descriptor"
+    assert robodyn.Robot.g.__get__(rr) == rr.g and rr.g.__self__ is rr
+    assert type(rr.g).__name__ == "builtin_function_or_method"
+    np.testing.assert_array_equal(rr.g(q), robodyn.Robot.g(rr, q))
+    with pytest.raises(TypeError):
+        type(raw)()
+    with pytest.raises(TypeError):
+        type(raw)("subclass", (raw,), {})
+    with pytest.raises(TypeError):
+        class Subclass(raw):  # noqa: F841 (the class statement is what must fail)
+            pass
+
+
+@pytest.mark.skipif(sys.version_info[:2] not in ((3, 11), (3, 12)), reason="the specialised opcodes of CPython 3.11/3.12")
+def test_calls_with_keywords_take_the_interpreters_fast_path(rr):
+    """CPython 3.11 and 3.12 specialise `robot.g(q, out=o)` as a call of a built-in class (robodyn_method.h), where a
+    method descriptor called with keywords stays on the generic path (about 130 instructions more a call)."""
+    import dis
+
+    q, o = np.zeros(2), np.empty(2)
+
+    def calls(robot):
+        robot.inverse_dynamics(q, q, q, out=o)
+        robot.inverse_dynamics(q, q, q, None, o)
+        robot.M(q)
+
+    for _ in range(64):  # past the adaptive counters' warm-up
+        calls(rr)
+    specialised = "PRECALL_BUILTIN_CLASS" if sys.version_info[:2] == (3, 11) else "CALL_BUILTIN_CLASS"
+    names = [i.opname for i in dis.get_instructions(calls, adaptive=True)]
+    assert names.count(specialised) == 3, names
+
 
 @pytest.mark.parametrize("name", ["rr", "puma560"])  # 2 joints: the scalar finiteness sum; 6: the paired one
 def test_out_overlapping_an_input_is_refused_however_the_arrays_are_made(load, name):

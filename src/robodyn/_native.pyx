@@ -36,8 +36,7 @@ from libc.stdint cimport uintptr_t
 from libc.string cimport memcpy, strcmp
 
 from cpython.object cimport PyTypeObject
-from cpython.ref cimport Py_INCREF, PyObject, Py_XDECREF
-from cpython.mem cimport PyMem_Calloc, PyMem_Free
+from cpython.ref cimport Py_CLEAR, Py_INCREF, PyObject, Py_XDECREF
 from cpython.pycapsule cimport (PyCapsule_Destructor, PyCapsule_GetContext, PyCapsule_GetPointer,
                                 PyCapsule_IsValid, PyCapsule_New, PyCapsule_SetContext)
 from cpython.exc cimport PyErr_CheckSignals
@@ -137,14 +136,16 @@ cdef extern from "robodyn_sim.h" nogil:
 
 cdef extern from "robodyn_call.h":
     enum:
-        RD_FAST_DONE, RD_FAST_DECLINED, RD_FAST_FAILED, RD_SPARES
+        RD_FAST_DONE, RD_FAST_DECLINED, RD_FAST_FAILED, RD_SPARES, RD_ROUTINE_SLOTS
+    ctypedef struct rd_core_slot:
+        const rd_routine* routine
+        PyObject* spare[2]
+        unsigned optional
+        char heavy
+        char release
     ctypedef struct rd_core:
+        rd_core_slot slots[64]
         int n_slots
-        const rd_routine** slots
-        unsigned* optional
-        char* heavy
-        char* release
-        PyObject** spare
         double* p
         int n_params
         int gil_mode
@@ -477,7 +478,7 @@ cdef object _dispatch(object robot, int index, PyObject** args, int fast_status)
     batches, errors: the general path), or the routine is not in this robot (self is a RobotCore:
     the method descriptor checked it)."""
     cdef RobotCore core = <RobotCore>robot
-    if index >= core._core.n_slots or core._core.slots[index] == NULL:
+    if core._core.slots[index].routine == NULL:
         return core._unavailable(index)
     if fast_status == RD_FAST_FAILED:
         return _routine_failed(index, 0, False, robot, args)
@@ -489,7 +490,8 @@ cdef list _METHOD_STRINGS = []
 
 
 def make_method(int index, str method, str doc, tuple argument_names, int n_required, failure, owner):
-    """A method descriptor of ``owner`` for table entry ``index``; ``doc`` starts with its text signature."""
+    """The routine method of ``owner`` for table entry ``index``, to set on the class (robodyn_method.h: a method
+    descriptor behind an object CPython calls on its fast path); ``doc`` starts with its text signature."""
     if not isinstance(owner, type) or not issubclass(owner, RobotCore):
         raise TypeError("owner must be a subclass of RobotCore")
     if not 0 <= index < RD_METHOD_SLOTS:
@@ -503,10 +505,10 @@ def make_method(int index, str method, str doc, tuple argument_names, int n_requ
     _FAILURES[index] = failure
     _METHOD_NAMES[index] = method
     name_bytes, doc_bytes = method.encode("utf-8"), doc.encode("utf-8")
-    descriptor = rd_method_new(index, name_bytes, doc_bytes, argument_names + ("out",), n_required,
-                               <PyTypeObject*>owner, _dispatch)
+    installed = rd_method_new(index, name_bytes, doc_bytes, argument_names + ("out",), n_required,
+                              <PyTypeObject*>owner, _dispatch)
     _METHOD_STRINGS[index] = (name_bytes, doc_bytes)
-    return descriptor
+    return installed
 
 
 cdef object _routine_failed(int index, Py_ssize_t row, bint batched, object robot, PyObject** args):
@@ -555,21 +557,15 @@ cdef class RobotCore:
         self._free_core()
 
     cdef void _free_core(self) noexcept:
-        """Free the per-routine buffers (and the spare results they hold)."""
-        cdef Py_ssize_t i
-        if self._core.spare != NULL:
-            for i in range(<Py_ssize_t>self._core.n_slots * RD_SPARES):
-                Py_XDECREF(self._core.spare[i])
-        PyMem_Free(self._core.spare)
-        PyMem_Free(self._core.slots)
-        PyMem_Free(self._core.optional)
-        PyMem_Free(self._core.heavy)
-        PyMem_Free(self._core.release)
-        self._core.spare = NULL
-        self._core.slots = NULL
-        self._core.optional = NULL
-        self._core.heavy = NULL
-        self._core.release = NULL
+        """Clear the per-routine slots (and drop the spare results they hold)."""
+        cdef int i, s
+        for i in range(RD_ROUTINE_SLOTS):
+            for s in range(RD_SPARES):
+                Py_CLEAR(self._core.slots[i].spare[s])
+            self._core.slots[i].routine = NULL
+            self._core.slots[i].optional = 0
+            self._core.slots[i].heavy = 0
+            self._core.slots[i].release = 0
         self._core.n_slots = 0
 
     def _attach(self, extension, tuple routines):
@@ -585,15 +581,9 @@ cdef class RobotCore:
         cdef int count = len(routines)
         cdef int i, k
         cdef const rd_routine* r
-        self._free_core()  # what an earlier attempt that failed allocated
-        self._core.slots = <const rd_routine**>PyMem_Calloc(max(count, 1), sizeof(rd_routine*))
-        self._core.optional = <unsigned*>PyMem_Calloc(max(count, 1), sizeof(unsigned))
-        self._core.heavy = <char*>PyMem_Calloc(max(count, 1), sizeof(char))
-        self._core.release = <char*>PyMem_Calloc(max(count, 1), sizeof(char))
-        self._core.spare = <PyObject**>PyMem_Calloc(max(count, 1) * RD_SPARES, sizeof(PyObject*))
-        if (self._core.slots == NULL or self._core.optional == NULL or self._core.heavy == NULL
-                or self._core.release == NULL or self._core.spare == NULL):
-            raise MemoryError()
+        if count > RD_ROUTINE_SLOTS:
+            raise ValueError(f"routine table: at most {RD_ROUTINE_SLOTS} routines")
+        self._free_core()  # what an earlier attempt that failed set
         for i, (name, n_arguments, n_outputs, optional) in enumerate(routines):
             r = _find(table, (<str>name).encode("ascii"))
             if r == NULL:
@@ -602,11 +592,11 @@ cdef class RobotCore:
                     or r.n_outputs > RD_MAX_OUTPUTS or r.kernel == NULL):
                 raise ImportError(f"{extension.__name__}: routine {name} was built for another routine table "
                                   "(rebuild the robot)")
-            self._core.slots[i] = r
-            self._core.heavy[i] = r.operations >= HEAVY_OPERATIONS
+            self._core.slots[i].routine = r
+            self._core.slots[i].heavy = r.operations >= HEAVY_OPERATIONS
             for k, flag in enumerate(optional):
                 if flag:
-                    self._core.optional[i] |= 1u << k
+                    self._core.slots[i].optional |= 1u << k
         self._core.n_slots = count
         self._extension = extension
         self._table = table
@@ -724,7 +714,7 @@ cdef class RobotCore:
         cdef int i
         self._core.gil_mode = mode
         for i in range(self._core.n_slots):
-            self._core.release[i] = mode == 2 or (mode == 1 and self._core.heavy[i])
+            self._core.slots[i].release = mode == 2 or (mode == 1 and self._core.slots[i].heavy)
 
     @property
     def threads(self):
@@ -753,7 +743,7 @@ cdef class RobotCore:
 
     cdef object _call_general(self, int index, PyObject** args):
         """Validate inputs, allocate or check ``out``, call the kernel once or per batch row."""
-        cdef const rd_routine* r = self._core.slots[index]
+        cdef const rd_routine* r = self._core.slots[index].routine
         cdef tuple names = <tuple>_ARGUMENT_NAMES[index]
         cdef const double* ptrs[6]
         cdef double* optrs[4]
@@ -776,7 +766,7 @@ cdef class RobotCore:
             ptrs[k] = NULL
             sizes[k] = 0
             if args[k] == NULL or <object>args[k] is None:
-                if not (self._core.optional[index] >> k) & 1u:
+                if not (self._core.slots[index].optional >> k) & 1u:
                     raise TypeError(f"{_METHOD_NAMES[index]}: {names[k]} must be an array, not None")
                 continue
             keep[k] = _as_array(<object>args[k], names[k])
@@ -845,7 +835,7 @@ cdef class RobotCore:
             failed = _run_parallel(r, ptrs, optrs, self._core.p, count, threads,
                                    (tuple([<object>args[k] for k in range(r.n_inputs + 1) if args[k] != NULL]),
                                     keep, first, results))
-        elif self._core.release[index] or (self._core.gil_mode == 1 and batch > 0):  # "auto" releases for batches
+        elif self._core.slots[index].release or (self._core.gil_mode == 1 and batch > 0):  # "auto" releases for batches
             with nogil:
                 failed = rd_loop(r, ptrs, optrs, self._core.p, count, batch > 0)
         else:

@@ -41,14 +41,25 @@ enum { RD_FAST_DONE = 1, RD_FAST_DECLINED = 0, RD_FAST_FAILED = -1 };
 #define RD_UNROLL
 #endif
 
-/* What a call needs from a robot (a field of robodyn._native.RobotCore). */
+/* Routine-table entries a runtime handles (robodyn_method.h makes one method for each). */
+#define RD_ROUTINE_SLOTS 64
+/* Allocating calls keep this many results of each routine for reuse (see rd_spare_take). */
+#define RD_SPARES 2
+
+/* What a call needs from a robot for one routine-table entry. */
 typedef struct {
+    const rd_routine *routine;  /* NULL: not in this robot's module (or the robot is not bound) */
+    PyObject *spare[RD_SPARES]; /* results kept for reuse (new references or NULL), see rd_spare_take */
+    unsigned optional;          /* bit k set when argument k may be None */
+    char heavy;                 /* worth releasing the GIL for, in "auto" mode */
+    char release;               /* release the GIL around the kernel, under the current gil_mode */
+} rd_core_slot;
+
+/* What a call needs from a robot (a field of robodyn._native.RobotCore). The slots are part of the object, one per
+   table index: a call finds its own at a constant offset, with no bound to check. */
+typedef struct {
+    rd_core_slot slots[RD_ROUTINE_SLOTS]; /* by routine-table index */
     int n_slots;                /* routine-table entries known when the robot was bound */
-    const rd_routine **slots;   /* by routine-table index; NULL: not in this robot's module */
-    unsigned *optional;         /* by index: bit k set when argument k may be None */
-    char *heavy;                /* by index: worth releasing the GIL for, in "auto" mode */
-    char *release;              /* by index: release the GIL around the kernel, under the current gil_mode */
-    PyObject **spare;           /* by index: RD_SPARES results kept for reuse (new references or NULL), see rd_spare */
     double *p;                  /* the parameter vector (always finite) */
     int n_params;
     int gil_mode;               /* 0 never release the GIL, 1 auto, 2 always */
@@ -158,7 +169,6 @@ static RD_ALWAYS_INLINE double *rd_array_data(PyObject *x, int rank, const int *
    Only a spare still of the routine's shape, dtype and flags qualifies: the user may have changed them.
    Several outputs: the tuple and each of its arrays must be ours alone. Not with free-threaded CPython, whose
    reference counts are not read this way. */
-#define RD_SPARES 2
 
 static RD_ALWAYS_INLINE int rd_spare_array_fits(PyObject *x, int rank, const int *dims)
 {
@@ -216,13 +226,16 @@ static inline void rd_spare_keep(PyObject **spare, PyObject *result)
 #endif
 }
 
-/* args: n_inputs arguments then `out` (None when not given, never NULL). Results are allocated with rd_float64_descr.
+/* args: the first n_given inputs (n_given <= r->n_inputs; the inputs after them are not given, so None: only optional
+   ones may be missing), `out` (None when not given, never NULL). A call that leaves out optional inputs, as
+   `robot.inverse_dynamics(q, qd, qdd, out=o)` leaves out h, is read where the interpreter put its arguments: no
+   copy into a list of all the parameters. Results are allocated with rd_float64_descr.
    On RD_FAST_DONE *result is a new reference; on RD_FAST_FAILED the kernel returned nonzero
    (nothing allocated survives). `release`: run the kernel without the GIL. */
 
 static RD_ALWAYS_INLINE int rd_fast_call_sized(const rd_routine *r, unsigned optional, PyObject *const *args,
-                                               const double *p, int release, PyObject **spare, PyObject **result,
-                                               const int n_inputs, const int n_outputs)
+                                               PyObject *out, const double *p, int release, PyObject **spare,
+                                               PyObject **result, const int n_given, const int n_outputs)
 {
     PyArray_Descr *float64 = (PyArray_Descr *)rd_float64_descr;
     const double *in[RD_MAX_INPUTS];
@@ -232,7 +245,7 @@ static RD_ALWAYS_INLINE int rd_fast_call_sized(const rd_routine *r, unsigned opt
     rd_pair pairs = {0.0, 0.0};
 #endif
     RD_UNROLL
-    for (int k = 0; k < n_inputs; ++k) {
+    for (int k = 0; k < n_given; ++k) {
         PyObject *x = args[k];
         if (!rd_array_fits(x, 1, &r->in_size[k], RD_IN_FLAGS)) { /* None is not an ndarray: tested second */
             if (x != Py_None || !((optional >> k) & 1u))
@@ -258,9 +271,13 @@ static RD_ALWAYS_INLINE int rd_fast_call_sized(const rd_routine *r, unsigned opt
 #endif
     if (!isfinite(total))
         return RD_FAST_DECLINED;
+    for (int k = n_given; k < r->n_inputs; ++k) { /* not given: None */
+        if (!((optional >> k) & 1u))
+            return RD_FAST_DECLINED;
+        in[k] = NULL;
+    }
 
     /* Outputs: one array (or a float), or for several outputs a tuple of arrays (none a scalar). */
-    PyObject *out = args[n_inputs];
     const int given = out != Py_None;
     PyObject *made[RD_MAX_OUTPUTS] = {NULL};
     double *targets[RD_MAX_OUTPUTS];
@@ -285,12 +302,12 @@ static RD_ALWAYS_INLINE int rd_fast_call_sized(const rd_routine *r, unsigned opt
                views, than comparing ranges always. */
             if (PyArray_FLAGS((PyArrayObject *)item) & input_flags & NPY_ARRAY_OWNDATA) {
                 RD_UNROLL
-                for (int k = 0; k < n_inputs; ++k)
+                for (int k = 0; k < n_given; ++k) /* (inputs not given overlap nothing) */
                     if (in[k] == targets[j])
                         return RD_FAST_DECLINED;
             } else {
                 RD_UNROLL
-                for (int k = 0; k < n_inputs; ++k)
+                for (int k = 0; k < n_given; ++k)
                     if (rd_input_overlaps(in[k], r->in_size[k], targets[j], sizes[j]))
                         return RD_FAST_DECLINED;
             }
@@ -354,20 +371,20 @@ declined:
 /* rd_fast_call_sized with the counts of the common signatures as constants, so that the compiler unrolls its
    loops over the arguments. Parameters are not checked: the runtime only stores finite ones
    (RobotCore._set_parameter). */
-static RD_ALWAYS_INLINE int rd_fast_call(const rd_routine *r, unsigned optional, PyObject *const *args, const double *p,
-                                         int release, PyObject **spare, PyObject **result)
+static RD_ALWAYS_INLINE int rd_fast_call(const rd_routine *r, unsigned optional, PyObject *const *args, int n_given,
+                                         PyObject *out, const double *p, int release, PyObject **spare,
+                                         PyObject **result)
 {
     if (r->n_outputs == 1) {
-        switch (r->n_inputs) {
-        case 1: return rd_fast_call_sized(r, optional, args, p, release, spare, result, 1, 1);
-        case 2: return rd_fast_call_sized(r, optional, args, p, release, spare, result, 2, 1);
-        case 3: return rd_fast_call_sized(r, optional, args, p, release, spare, result, 3, 1);
-        case 4: return rd_fast_call_sized(r, optional, args, p, release, spare, result, 4, 1);
+        switch (n_given) {
+        case 1: return rd_fast_call_sized(r, optional, args, out, p, release, spare, result, 1, 1);
+        case 2: return rd_fast_call_sized(r, optional, args, out, p, release, spare, result, 2, 1);
+        case 3: return rd_fast_call_sized(r, optional, args, out, p, release, spare, result, 3, 1);
+        case 4: return rd_fast_call_sized(r, optional, args, out, p, release, spare, result, 4, 1);
         default: break;
         }
     }
-    return rd_fast_call_sized(r, optional, args, p, release, spare, result, r->n_inputs,
-                              r->n_outputs);
+    return rd_fast_call_sized(r, optional, args, out, p, release, spare, result, n_given, r->n_outputs);
 }
 
 /* Run the kernel on `count` rows (batched) or once; returns the first failing row, or -1. */

@@ -4,13 +4,15 @@
  * robodyn.Robot gets one method per entry of the routine table (robodyn/routines.py),
  * installed on the class when the runtime is imported. A Python function would add a
  * frame to every call (hundreds of instructions, several times a small robot's whole
- * routine), so each method is a real method descriptor, as a compiled class's methods
- * are (PyDescr_NewMethod, METH_FASTCALL | METH_KEYWORDS): CPython's fast paths for
- * built-in methods apply to `robot.M(q)` and to a bound `f = robot.M`, and help(),
- * inspect.signature and IDEs see a name, a docstring and a text signature. A
- * PyMethodDef function has no context argument, so each table index has its own
- * trampoline (RD_METHOD_SLOTS of them) that parses the arguments by the names of its
- * table entry, then hands them to the runtime's dispatcher with the routine's index.
+ * routine), so each method is compiled: a method descriptor, as a compiled class's methods
+ * are (PyDescr_NewMethod, METH_FASTCALL | METH_KEYWORDS), which help(), inspect.signature
+ * and IDEs see with a name, a docstring and a text signature. What the class holds is a
+ * small object in front of it (rd_routine_slot, below) that CPython 3.11 and 3.12 call on
+ * their specialised fast path with keyword arguments too, where a method descriptor called
+ * with `out=` takes the generic path. A PyMethodDef function has no context argument, so
+ * each table index has its own trampoline (RD_METHOD_SLOTS of them) for the bound methods;
+ * both entries parse the arguments by the names of their table entry, then run the fast
+ * path (robodyn_call.h) or hand them to the runtime's dispatcher with the routine's index.
  *
  * Included (once) into the Cython module robodyn._native.
  */
@@ -22,7 +24,7 @@
 #include "robodyn_call.h"
 
 #define RD_METHOD_MAX_ARGS 8
-#define RD_METHOD_SLOTS 64
+#define RD_METHOD_SLOTS RD_ROUTINE_SLOTS
 
 /* The runtime's handler of a call the fast path did not finish (fast_status: RD_FAST_FAILED or
    RD_FAST_DECLINED, see robodyn_call.h). args[k]: the k-th parameter after self (None when not
@@ -38,8 +40,10 @@ typedef struct {
        so two comparisons find the layout again and the names are not looked up per call. */
     PyObject *kw_names;     /* its keyword names (a new reference; NULL: none yet) */
     Py_ssize_t kw_nargs;    /* its positional count */
-    int kw_in_place;        /* every parameter given, the keywords naming the last ones in order: read in place */
-    signed char kw_target[RD_METHOD_MAX_ARGS]; /* else keyword k names parameter kw_target[k] */
+    int kw_given;           /* read in place (see rd_method_parse_and_call): the inputs given, else -1 */
+    int kw_out;             /* read in place: where out is among the values, -1 when not given */
+    int kw_count;           /* its number of keywords */
+    signed char kw_target[RD_METHOD_MAX_ARGS]; /* keyword k names parameter kw_target[k] */
 } rd_method_info;
 
 static rd_method_info rd_methods[RD_METHOD_SLOTS];
@@ -75,17 +79,20 @@ static PyObject *rd_too_many(const rd_method_info *m, Py_ssize_t nargs)
     return NULL;
 }
 
-static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                                PyObject *kwnames)
+static RD_ALWAYS_INLINE PyObject *rd_method_parse_and_call(int index, rd_method_info *m, PyObject *self,
+                                                            PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    rd_method_info *m = &rd_methods[index];
-    const int n_args = m->n_args;
+    const int n_args = m->n_args; /* the inputs, then out */
     PyObject *slots[RD_METHOD_MAX_ARGS];
-    PyObject **values = slots; /* the parameters in order, None where not given */
+    /* What the fast path reads: the first n_given inputs at values, the inputs after them not given (None), out. */
+    PyObject *const *values = args;
+    int n_given;
+    PyObject *out;
     int i;
-    if (kwnames == NULL) { /* by position only */
-        if (nargs == n_args) { /* all given (out too): read in place, not copied */
-            values = (PyObject **)args;
+    if (kwnames == NULL) { /* by position only: read in place */
+        if (nargs == n_args) { /* all given, out too */
+            n_given = n_args - 1;
+            out = args[n_given];
             goto parsed;
         }
         if (nargs > n_args) {
@@ -96,24 +103,26 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
                          PyTuple_GET_ITEM(m->names, nargs), (int)nargs + 1);
             return NULL;
         }
-        rd_fill_positional(slots, args, nargs);
+        n_given = (int)nargs;
+        out = Py_None;
         goto parsed;
     }
-    /* This call site's layout, kept from its last call: */
-    const int known = kwnames == m->kw_names && nargs == m->kw_nargs;
-    if (known && m->kw_in_place) { /* `robot.M(q, out=o)`: the values already lie in parameter order */
-        values = (PyObject **)args;
-        goto parsed;
+    if (kwnames == m->kw_names && nargs == m->kw_nargs) { /* this call site's layout, kept from its last call */
+        if (m->kw_given >= 0) { /* `robot.inverse_dynamics(q, qd, qdd, out=o)`: read in place, h not given */
+            n_given = m->kw_given;
+            out = m->kw_out >= 0 ? args[m->kw_out] : Py_None;
+            goto parsed;
+        }
+        rd_fill_positional(slots, args, nargs);
+        for (int k = 0; k < m->kw_count; ++k)
+            slots[m->kw_target[k]] = args[nargs + k];
+        goto parsed_slots;
     }
     if (nargs > n_args) {
         return rd_too_many(m, nargs);
     }
     rd_fill_positional(slots, args, nargs);
-    if (known) { /* `robot.inverse_dynamics(q, qd, qdd, out=o)`: h, between, stays None */
-        const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
-        for (Py_ssize_t k = 0; k < nkw; ++k)
-            slots[m->kw_target[k]] = args[nargs + k];
-    } else {
+    {
         unsigned given = nargs >= 32 ? ~0u : (1u << nargs) - 1u; /* bit j: parameter j has a value */
         const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
         signed char target[RD_METHOD_MAX_ARGS]; /* the layout to keep: keyword k names parameter target[k] */
@@ -154,31 +163,54 @@ static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args
             }
         }
 #if !defined(Py_GIL_DISABLED) /* the layout is written (and so read) under the GIL only */
-        int in_place = nargs + nkw == n_args;
-        for (Py_ssize_t k = 0; k < nkw; ++k) {
-            m->kw_target[k] = target[k];
+        /* In place when the keywords name the inputs after the positional ones, in order, then maybe out: the
+           values then lie as the fast path reads them (inputs, out) with only inputs left out after them. */
+        const int names_out = nkw > 0 && target[nkw - 1] == n_args - 1;
+        const int n_inputs_named = (int)nkw - names_out;
+        int in_place = 1;
+        for (int k = 0; k < n_inputs_named; ++k)
             in_place &= target[k] == nargs + k;
-        }
-        m->kw_in_place = in_place;
+        for (Py_ssize_t k = 0; k < nkw; ++k)
+            m->kw_target[k] = target[k];
+        m->kw_given = in_place ? (int)nargs + n_inputs_named : -1;
+        m->kw_out = in_place && names_out ? (int)nargs + n_inputs_named : -1;
+        m->kw_count = (int)nkw;
         m->kw_nargs = nargs;
         Py_INCREF(kwnames);
         Py_XSETREF(m->kw_names, kwnames);
 #endif
     }
+parsed_slots:
+    values = slots;
+    n_given = n_args - 1;
+    out = slots[n_given];
 parsed:
-    /* The fast path straight from here (self is a RobotCore: the method descriptor checked it). */
-    /* rd_core_offset is known: rd_method_new makes no method before it is. */
-    const rd_core *core = (const rd_core *)((const char *)self + rd_core_offset);
-    int status = RD_FAST_DECLINED;
-    if (index < core->n_slots && core->slots[index] != NULL) {
-        PyObject *result = NULL;
-        int release = core->release[index];
-        status = rd_fast_call(core->slots[index], core->optional[index], values, core->p, release,
-                              core->spare + (Py_ssize_t)index * RD_SPARES, &result);
-        if (status == RD_FAST_DONE)
-            return result;
+    /* The fast path straight from here (self is a RobotCore: rd_routine_vectorcall or the method descriptor checked
+       it). rd_core_offset is known: rd_method_new makes no method before it is. */
+    {
+        rd_core *core = (rd_core *)((char *)self + rd_core_offset);
+        rd_core_slot *slot = &core->slots[index];
+        int status = RD_FAST_DECLINED;
+        if (slot->routine != NULL) {
+            PyObject *result = NULL;
+            status = rd_fast_call(slot->routine, slot->optional, values, n_given, out, core->p, slot->release,
+                                  slot->spare, &result);
+            if (status == RD_FAST_DONE)
+                return result;
+        }
+        if (values != slots) { /* the general path takes every parameter in order, None where not given */
+            rd_fill_positional(slots, values, n_given);
+            slots[n_args - 1] = out;
+        }
+        return rd_method_dispatch(self, index, slots, status); /* failed, declined or unavailable: it says why */
     }
-    return rd_method_dispatch(self, index, values, status); /* failed, declined or unavailable: it says why */
+}
+
+/* The bound methods' entry (robodyn_method.h's trampolines): one out-of-line copy. */
+static PyObject *rd_method_call(int index, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
+{
+    return rd_method_parse_and_call(index, &rd_methods[index], self, args, nargs, kwnames);
 }
 
 #define RD_TRAMPOLINE(i)                                                                                   \
@@ -264,9 +296,59 @@ static PyCFunction const rd_trampolines[RD_METHOD_SLOTS] = {
     RD_TRAMPOLINE_REF(56), RD_TRAMPOLINE_REF(57), RD_TRAMPOLINE_REF(58), RD_TRAMPOLINE_REF(59), RD_TRAMPOLINE_REF(60), RD_TRAMPOLINE_REF(61), RD_TRAMPOLINE_REF(62), RD_TRAMPOLINE_REF(63)
 };
 
-/* A method descriptor of `owner` for table entry `index`: `name` and `doc` (which starts with the
-   text signature, "name($self, q, /, out=None)\n--\n\n") must stay alive as long as the method;
-   `names`: tuple of the parameter names after self (interned here). */
+/* The objects installed on the class: one static type per table index, whose metatype is a method descriptor.
+   CPython 3.11 and 3.12 specialise a call with keywords (`robot.inverse_dynamics(q, qd, qdd, out=o)`) for a
+   built-in function or a built-in class, never for a method descriptor (specialize.c: SPEC_FAIL_CALL_KWNAMES):
+   such a call took the generic path, about 130 instructions more than the same call by position. A type object
+   with a vectorcall entry is a built-in class to the specialiser, with or without keywords (PRECALL_BUILTIN_CLASS,
+   CALL_BUILTIN_CLASS); and since its metatype is flagged Py_TPFLAGS_METHOD_DESCRIPTOR, `robot.name(...)` loads it
+   unbound, as it does a method, and calls it with the robot first. Attribute access (`robot.name`,
+   `Robot.name`) goes through the metatype's __get__, which hands on to the method descriptor: the bound method and
+   the descriptor users see, with name, signature and docstring, are those of rd_method_new. */
+typedef struct {
+    PyTypeObject type;       /* first: a pointer to the type is one to its slot */
+    int index;               /* the routine table index */
+    rd_method_info *info;    /* &rd_methods[index] */
+    PyTypeObject *owner;     /* the class the method was made for (borrowed: the class holds this type) */
+    PyObject *descriptor;    /* the method descriptor (rd_method_new) */
+    char name[64];           /* the type's name (tp_name must stay put) */
+} rd_routine_slot;
+
+static PyTypeObject rd_routine_meta;
+static rd_routine_slot rd_routine_slots[RD_METHOD_SLOTS];
+
+static PyObject *rd_routine_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    PyObject *descriptor = ((rd_routine_slot *)self)->descriptor;
+    return Py_TYPE(descriptor)->tp_descr_get(descriptor, obj, type);
+}
+
+static PyObject *rd_routine_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    const rd_routine_slot *slot = (const rd_routine_slot *)callable;
+    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 1 || (Py_TYPE(args[0]) != slot->owner && !PyObject_TypeCheck(args[0], slot->owner))) {
+        /* called without a robot, or with something else first: the method descriptor says so */
+        return PyObject_Vectorcall(slot->descriptor, args, nargsf, kwnames);
+    }
+    return rd_method_parse_and_call(slot->index, slot->info, args[0], args + 1, nargs - 1, kwnames);
+}
+
+static PyTypeObject rd_routine_meta = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "robodyn._native.routine_method",
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_DISALLOW_INSTANTIATION
+                | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A routine method of robodyn.Robot (see its descriptor: Robot.<name>).",
+    .tp_descr_get = rd_routine_get,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(PyTypeObject, tp_vectorcall),
+};
+
+/* The routine method of `owner` for table entry `index`: this index's type (rd_routine_slot), to install on the
+   class, with its method descriptor. `name` and `doc` (which starts with the text signature,
+   "name($self, q, /, out=None)\n--\n\n") must stay alive as long as the method; `names`: tuple of the parameter names
+   after self (interned here). */
 static PyObject *rd_method_new(int index, const char *name, const char *doc, PyObject *names, int n_required,
                                PyTypeObject *owner, rd_dispatch_fn dispatch)
 {
@@ -316,7 +398,46 @@ static PyObject *rd_method_new(int index, const char *name, const char *doc, PyO
     def->ml_meth = rd_trampolines[index];
     def->ml_flags = METH_FASTCALL | METH_KEYWORDS;
     def->ml_doc = doc;
-    return PyDescr_NewMethod(owner, def);
+    PyObject *descriptor = PyDescr_NewMethod(owner, def);
+    if (descriptor == NULL)
+        return NULL;
+
+    /* The object to install: this index's type (see rd_routine_slot), made ready once. */
+    if (rd_routine_meta.tp_base == NULL) {
+        rd_routine_meta.tp_base = &PyType_Type;
+        if (PyType_Ready(&rd_routine_meta) < 0) {
+            rd_routine_meta.tp_base = NULL;
+            Py_DECREF(descriptor);
+            return NULL;
+        }
+    }
+    rd_routine_slot *slot = &rd_routine_slots[index];
+    PyTypeObject *type = &slot->type;
+    Py_XSETREF(slot->descriptor, descriptor);
+    slot->owner = owner;
+    slot->index = index;
+    slot->info = info;
+    PyOS_snprintf(slot->name, sizeof slot->name, "robodyn.%s", name);
+    type->tp_doc = doc; /* "name($self, ...)\n--\n\n...": __doc__ and __text_signature__, as the descriptor's */
+    if (!(type->tp_flags & Py_TPFLAGS_READY)) {
+        Py_SET_TYPE(type, &rd_routine_meta);
+        Py_SET_REFCNT(type, 1); /* a static type: never freed */
+        type->tp_name = slot->name;
+        type->tp_basicsize = sizeof(PyObject);
+        type->tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION;
+        type->tp_vectorcall = rd_routine_vectorcall;
+        if (PyType_Ready(type) < 0)
+            return NULL;
+    } else { /* made again (another table at this index): the doc PyType_Ready stored is the former method's */
+        PyObject *text = PyObject_GetAttrString(descriptor, "__doc__");
+        int failed = text == NULL || PyDict_SetItemString(type->tp_dict, "__doc__", text) < 0;
+        Py_XDECREF(text);
+        PyType_Modified(type);
+        if (failed)
+            return NULL;
+    }
+    Py_INCREF(type);
+    return (PyObject *)type;
 }
 
 #endif
