@@ -20,8 +20,8 @@ routines, inverse dynamics (Pinocchio ``rnea``), M (``crba``), forward dynamics 
    ``robot.inverse_dynamics(q, qd, qdd, None, o)``) and allocating (``robot.g(q)``), Pinocchio (its binding
    writes into its ``data``) and, when importable, the Robotics Toolbox for Python; interleaved rounds, in
    each round every implementation runs a short ``timeit.repeat`` (best of the burst), the median over the
-   rounds is reported; ratios Pinocchio / ours. (CPython 3.11 specialises a call of a built-in method only
-   without keyword arguments: the positional form skips the generic keyword path);
+   rounds is reported; ratios Pinocchio / ours. (CPython 3.11 and 3.12 run both forms on their specialised
+   call path: robodyn_method.h);
 3. instructions per call under valgrind callgrind: ours with ``out=`` and allocating
    (``callgrind_calls.py``), ours with ``out`` positional (a child of this script, the same loop with the
    positional call and the same inputs): total, kernel = the generated ``<robot>_<routine>_kernel``,
@@ -876,8 +876,8 @@ def timing_table(results: dict, settings: Settings) -> Table:
               f"timeit loops of about {settings.loop_seconds * 1e3:g} ms); the loop itself adds about "
               f"{statistics.median(floors) * 1e3:.0f} ns to every column. Call forms: out= `r.g(q, out=o)`; "
               "out (positional) `r.g(q, o)`, `r.inverse_dynamics(q, qd, qdd, None, o)` (None: the optional "
-              "wrench h), which CPython 3.11 dispatches on its fast path for built-in methods (no keyword "
-              "arguments); alloc `r.g(q)`. Goal: Pinocchio / ours in our fastest form (section 7 names it)."),
+              "wrench h); alloc `r.g(q)`. CPython 3.11 runs every form on its specialised call path "
+              "(robodyn_method.h). Goal: Pinocchio / ours in our fastest form (section 7 names it)."),
              _friction_note(results)]
     if have_rtb:
         notes.append("RTB: the Robotics Toolbox for Python's own model of the robot (`rtb.models.DH.<Robot>()`, its "
@@ -919,7 +919,7 @@ def instruction_table(results: dict, calls: int) -> Table | None:
               "array: a caller keeping every result pays NumPy's allocation too, about 700 instructions); total = "
               "per call from Python, kernel = the generated "
               "`<robot>_<routine>_kernel` (the same in every form), overhead = total - kernel, binding = the part of "
-              "the overhead inside robodyn's binding (the method's trampoline `rd_method_<i>`, inclusive, minus the "
+              "the overhead inside robodyn's binding (its entry `rd_routine_vectorcall`, inclusive, minus the "
               "kernel: argument parsing and checks, out= or allocation with the NumPy and CPython API calls they make, "
               "the GIL, the table's dispatch); the rest of the overhead is the interpreter's (method lookup, the call "
               "instruction, the result's reference). Pin total: "
