@@ -270,6 +270,53 @@ def test_routine_methods_on_the_class(rr):
             pass
 
 
+def test_an_empty_keyword_names_tuple_is_a_call_by_position(rr):
+    """The vectorcall protocol lets a caller pass an empty tuple of keyword names instead of none (C extensions,
+    Cython): such a call is a call by position, every time (a remembered layout once read `out` as an input)."""
+    import ctypes
+
+    vectorcall = ctypes.pythonapi.PyObject_Vectorcall
+    vectorcall.restype = ctypes.py_object
+    vectorcall.argtypes = [ctypes.py_object, ctypes.c_void_p, ctypes.c_size_t, ctypes.py_object]
+
+    def call(function, *args):
+        array = (ctypes.py_object * len(args))(*args)
+        return vectorcall(function, ctypes.cast(array, ctypes.c_void_p), len(args), ())
+
+    q = np.array([0.3, -0.5])
+    for function in (rr.g, vars(robodyn.Robot)["g"]):
+        first = (rr,) if function is vars(robodyn.Robot)["g"] else ()
+        for _ in range(3):
+            out = np.zeros(2)
+            assert call(function, *first, q, out) is out
+            np.testing.assert_array_equal(out, rr.g(q))
+            with pytest.raises(TypeError, match="out"):
+                call(function, *first, q, "not an array")
+
+
+def test_methods_installed_on_a_second_class_leave_the_first_ones_working(rr):
+    """robodyn.Robot holds each index's type object (robodyn_method.h); installing the table on another class
+    gives that class plain method descriptors, and Robot's methods keep working for Robot's instances."""
+    from robodyn import routines
+    from robodyn.robot import install
+
+    class Other(robodyn.Robot):
+        pass
+
+    q = np.array([0.3, -0.5])
+    expected = rr.g(q)
+    install(Other, routines.TABLE)
+    assert vars(Other)["g"] is not vars(robodyn.Robot)["g"]
+    np.testing.assert_array_equal(rr.g(q), expected)
+    np.testing.assert_array_equal(robodyn.Robot.g(rr, q), expected)
+    other = Other.from_extension(rr.extension)
+    np.testing.assert_array_equal(other.g(q), expected)
+    out = np.empty(2)
+    assert other.g(q, out=out) is out
+    with pytest.raises(TypeError, match="doesn't apply"):
+        Other.g(rr, q)
+
+
 @pytest.mark.skipif(sys.version_info[:2] not in ((3, 11), (3, 12)), reason="the specialised opcodes of CPython 3.11/3.12")
 def test_calls_with_keywords_take_the_interpreters_fast_path(rr):
     """CPython 3.11 and 3.12 specialise `robot.g(q, out=o)` as a call of a built-in class (robodyn_method.h), where a

@@ -139,12 +139,12 @@ cdef extern from "robodyn_call.h":
         RD_FAST_DONE, RD_FAST_DECLINED, RD_FAST_FAILED, RD_SPARES, RD_ROUTINE_SLOTS
     ctypedef struct rd_core_slot:
         const rd_routine* routine
-        PyObject* spare[2]
+        PyObject* spare[RD_SPARES]
         unsigned optional
         char heavy
         char release
     ctypedef struct rd_core:
-        rd_core_slot slots[64]
+        rd_core_slot slots[RD_ROUTINE_SLOTS]
         int n_slots
         double* p
         int n_params
@@ -476,7 +476,7 @@ cdef object _dispatch(object robot, int index, PyObject** args, int fast_status)
     """What a routine method (robodyn_method.h) hands on when its fast path did not produce the
     result: ``fast_status`` RD_FAST_FAILED (the kernel reported a failure) or RD_FAST_DECLINED (lists,
     batches, errors: the general path), or the routine is not in this robot (self is a RobotCore:
-    the method descriptor checked it)."""
+    rd_routine_vectorcall or the method descriptor checked it)."""
     cdef RobotCore core = <RobotCore>robot
     if core._core.slots[index].routine == NULL:
         return core._unavailable(index)
@@ -485,29 +485,32 @@ cdef object _dispatch(object robot, int index, PyObject** args, int fast_status)
     return core._call_general(index, args)
 
 
-# The C strings of each method's name and doc must outlive it: kept here, by table index.
+# The C strings of each method's name and doc must outlive it: every pair made is kept here (a few kilobytes for
+# the whole table, once per install).
 cdef list _METHOD_STRINGS = []
 
 
 def make_method(int index, str method, str doc, tuple argument_names, int n_required, failure, owner):
     """The routine method of ``owner`` for table entry ``index``, to set on the class (robodyn_method.h: a method
-    descriptor behind an object CPython calls on its fast path); ``doc`` starts with its text signature."""
+    descriptor behind an object CPython calls on its fast path; the plain descriptor for a class other than the
+    first one given an index); ``doc`` starts with its text signature."""
     if not isinstance(owner, type) or not issubclass(owner, RobotCore):
         raise TypeError("owner must be a subclass of RobotCore")
     if not 0 <= index < RD_METHOD_SLOTS:
         raise ValueError(f"routine table: at most {RD_METHOD_SLOTS} routines")
+    name_bytes, doc_bytes = method.encode("utf-8"), doc.encode("utf-8")
+    # Kept for good before the C side points at them: a method made earlier at this index (and a failed attempt)
+    # may still point at its own strings.
+    _METHOD_STRINGS.append((name_bytes, doc_bytes))
+    installed = rd_method_new(index, name_bytes, doc_bytes, argument_names + ("out",), n_required,
+                              <PyTypeObject*>owner, _dispatch)
     while len(_ARGUMENT_NAMES) <= index:
         _ARGUMENT_NAMES.append(())
         _FAILURES.append(None)
         _METHOD_NAMES.append("")
-        _METHOD_STRINGS.append(None)
     _ARGUMENT_NAMES[index] = argument_names
     _FAILURES[index] = failure
     _METHOD_NAMES[index] = method
-    name_bytes, doc_bytes = method.encode("utf-8"), doc.encode("utf-8")
-    installed = rd_method_new(index, name_bytes, doc_bytes, argument_names + ("out",), n_required,
-                              <PyTypeObject*>owner, _dispatch)
-    _METHOD_STRINGS[index] = (name_bytes, doc_bytes)
     return installed
 
 

@@ -90,6 +90,7 @@ static RD_ALWAYS_INLINE PyObject *rd_method_parse_and_call(int index, rd_method_
     PyObject *out;
     int i;
     if (kwnames == NULL) { /* by position only: read in place */
+    positional:
         if (nargs == n_args) { /* all given, out too */
             n_given = n_args - 1;
             out = args[n_given];
@@ -118,6 +119,8 @@ static RD_ALWAYS_INLINE PyObject *rd_method_parse_and_call(int index, rd_method_
             slots[m->kw_target[k]] = args[nargs + k];
         goto parsed_slots;
     }
+    if (PyTuple_GET_SIZE(kwnames) == 0) /* an empty tuple (the vectorcall protocol allows it): no keywords */
+        goto positional;
     if (nargs > n_args) {
         return rd_too_many(m, nargs);
     }
@@ -412,6 +415,8 @@ static PyObject *rd_method_new(int index, const char *name, const char *doc, PyO
         }
     }
     rd_routine_slot *slot = &rd_routine_slots[index];
+    if (slot->descriptor != NULL && slot->owner != owner)
+        return descriptor; /* another class has this index's type (robodyn.Robot): this one gets the descriptor */
     PyTypeObject *type = &slot->type;
     Py_XSETREF(slot->descriptor, descriptor);
     slot->owner = owner;
