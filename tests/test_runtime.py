@@ -320,7 +320,7 @@ def test_methods_installed_on_a_second_class_leave_the_first_ones_working(rr):
 @pytest.mark.skipif(sys.version_info[:2] not in ((3, 11), (3, 12)), reason="the specialised opcodes of CPython 3.11/3.12")
 def test_calls_with_keywords_take_the_interpreters_fast_path(rr):
     """CPython 3.11 and 3.12 specialise `robot.g(q, out=o)` as a call of a built-in class (robodyn_method.h), where a
-    method descriptor called with keywords stays on the generic path (about 130 instructions more a call)."""
+    method descriptor called with keywords stays on the generic path (about 120 instructions more a call)."""
     import dis
 
     q, o = np.zeros(2), np.empty(2)
