@@ -168,8 +168,6 @@ cdef extern from "robodyn_method.h":
     Py_ssize_t rd_core_offset
     PyObject* rd_float64_descr
     PyTypeObject* rd_ndarray_type
-    enum:
-        RD_METHOD_SLOTS
     object rd_method_new(int index, const char* name, const char* doc, tuple names, int n_required,
                          PyTypeObject* owner, rd_dispatch_fn dispatch)
 
@@ -496,8 +494,8 @@ def make_method(int index, str method, str doc, tuple argument_names, int n_requ
     first one given an index); ``doc`` starts with its text signature."""
     if not isinstance(owner, type) or not issubclass(owner, RobotCore):
         raise TypeError("owner must be a subclass of RobotCore")
-    if not 0 <= index < RD_METHOD_SLOTS:
-        raise ValueError(f"routine table: at most {RD_METHOD_SLOTS} routines")
+    if not 0 <= index < RD_ROUTINE_SLOTS:
+        raise ValueError(f"routine table: at most {RD_ROUTINE_SLOTS} routines")
     name_bytes, doc_bytes = method.encode("utf-8"), doc.encode("utf-8")
     # Kept for good before the C side points at them: a method made earlier at this index (and a failed attempt)
     # may still point at its own strings.

@@ -10,7 +10,7 @@
  * small object in front of it (rd_routine_slot, below) that CPython 3.11 and 3.12 call on
  * their specialised fast path with keyword arguments too, where a method descriptor called
  * with `out=` takes the generic path. A PyMethodDef function has no context argument, so
- * each table index has its own trampoline (RD_METHOD_SLOTS of them) for the bound methods;
+ * each table index has its own trampoline (RD_ROUTINE_SLOTS of them) for the bound methods;
  * both entries parse the arguments by the names of their table entry, then run the fast
  * path (robodyn_call.h) or hand them to the runtime's dispatcher with the routine's index.
  *
@@ -24,7 +24,6 @@
 #include "robodyn_call.h"
 
 #define RD_METHOD_MAX_ARGS 8
-#define RD_METHOD_SLOTS RD_ROUTINE_SLOTS
 
 /* The runtime's handler of a call the fast path did not finish (fast_status: RD_FAST_FAILED or
    RD_FAST_DECLINED, see robodyn_call.h). args[k]: the k-th parameter after self (None when not
@@ -46,8 +45,8 @@ typedef struct {
     signed char kw_target[RD_METHOD_MAX_ARGS]; /* keyword k names parameter kw_target[k] */
 } rd_method_info;
 
-static rd_method_info rd_methods[RD_METHOD_SLOTS];
-static PyMethodDef rd_method_defs[RD_METHOD_SLOTS];
+static rd_method_info rd_methods[RD_ROUTINE_SLOTS];
+static PyMethodDef rd_method_defs[RD_ROUTINE_SLOTS];
 /* The general path (robodyn/_native.pyx): conversions, batches, errors. */
 static rd_dispatch_fn rd_method_dispatch;
 /* Where a RobotCore keeps its rd_core, measured on a live object by robodyn._native. */
@@ -288,7 +287,7 @@ RD_TRAMPOLINE(61)
 RD_TRAMPOLINE(62)
 RD_TRAMPOLINE(63)
 
-static PyCFunction const rd_trampolines[RD_METHOD_SLOTS] = {
+static PyCFunction const rd_trampolines[RD_ROUTINE_SLOTS] = {
     RD_TRAMPOLINE_REF(0), RD_TRAMPOLINE_REF(1), RD_TRAMPOLINE_REF(2), RD_TRAMPOLINE_REF(3), RD_TRAMPOLINE_REF(4), RD_TRAMPOLINE_REF(5), RD_TRAMPOLINE_REF(6), RD_TRAMPOLINE_REF(7),
     RD_TRAMPOLINE_REF(8), RD_TRAMPOLINE_REF(9), RD_TRAMPOLINE_REF(10), RD_TRAMPOLINE_REF(11), RD_TRAMPOLINE_REF(12), RD_TRAMPOLINE_REF(13), RD_TRAMPOLINE_REF(14), RD_TRAMPOLINE_REF(15),
     RD_TRAMPOLINE_REF(16), RD_TRAMPOLINE_REF(17), RD_TRAMPOLINE_REF(18), RD_TRAMPOLINE_REF(19), RD_TRAMPOLINE_REF(20), RD_TRAMPOLINE_REF(21), RD_TRAMPOLINE_REF(22), RD_TRAMPOLINE_REF(23),
@@ -319,7 +318,7 @@ typedef struct {
 } rd_routine_slot;
 
 static PyTypeObject rd_routine_meta;
-static rd_routine_slot rd_routine_slots[RD_METHOD_SLOTS];
+static rd_routine_slot rd_routine_slots[RD_ROUTINE_SLOTS];
 
 static PyObject *rd_routine_get(PyObject *self, PyObject *obj, PyObject *type)
 {
@@ -359,8 +358,8 @@ static PyObject *rd_method_new(int index, const char *name, const char *doc, PyO
     Py_ssize_t n_args = PyTuple_Size(names);
     if (n_args < 0)
         return NULL;
-    if (index < 0 || index >= RD_METHOD_SLOTS) {
-        PyErr_Format(PyExc_ValueError, "routine table: at most %d routines", RD_METHOD_SLOTS);
+    if (index < 0 || index >= RD_ROUTINE_SLOTS) {
+        PyErr_Format(PyExc_ValueError, "routine table: at most %d routines", RD_ROUTINE_SLOTS);
         return NULL;
     }
     if (rd_core_offset <= 0) {
