@@ -111,3 +111,39 @@ def test_auto_recurses_for_generic_fixed_rotations():
     assert split.n == 3 and not exact_rotations(split)
     assert derive_model(split).method == "recursive"
     assert exact_rotations(parse_path(here.parent / "robots" / "rrr.yaml"))
+
+
+def test_coriolis_blocks_of_a_body_and_their_move_to_the_parent():
+    """The Coriolis matrix's per-body block Q (formed without the momentum's angular part) is the upper-left block of
+    Echeandia & Wensing's B = ½[(v×*) I + (I v)×̄* − I (v×)], B's right half is zero and its lower-left block is −k×;
+    the composite rule Q' = R Q Rᵀ − (R k) pᵀ + (p · R k) 1 is the upper-left block of Xᵀ B X, X the motion transform
+    from the parent's coordinates to the child's. Numbers, against B written out as 6 × 6 products."""
+    from codegen.model.common import skew
+    from codegen.model.recursive import b_matrix, body_k, body_q, moved_q, spatial_inertia
+
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        a = rng.normal(size=(3, 3))
+        inertia = sp.Matrix(a @ a.T + 0.1 * np.eye(3))
+        inertia = spatial_inertia(sp.Float(rng.uniform(0.5, 3.0)), sp.Matrix(rng.normal(size=3)), inertia)
+        v = sp.Matrix(rng.normal(size=6))
+        b = b_matrix(inertia, v)
+        q, k = body_q(inertia, v), body_k(inertia, v)
+        assert np.allclose(np.array(q, float), np.array(b[:3, :3], float), atol=1e-12)
+        assert np.allclose(np.array(k, float), np.array((inertia * v)[3:, :], float), atol=1e-12)
+        assert np.allclose(np.array(b[3:, :3], float), -np.array(skew(k), float), atol=1e-12)
+        assert np.allclose(np.array(b[:, 3:], float), 0, atol=1e-12)
+        R = sp.Matrix(_rotation(rng))
+        p = sp.Matrix(rng.normal(size=3))
+        X = sp.zeros(6, 6)  # parent -> child: [[Rᵀ, 0], [−Rᵀ p×, Rᵀ]]
+        X[:3, :3] = X[3:, 3:] = R.T
+        X[3:, :3] = -R.T * skew(p)
+        moved = X.T * b * X
+        assert np.allclose(np.array(moved_q(R, p, q, R * k), float), np.array(moved[:3, :3], float), atol=1e-12)
+        assert np.allclose(np.array(moved[3:, :3], float), -np.array(skew(R * k), float), atol=1e-12)
+        assert np.allclose(np.array(moved[:, 3:], float), 0, atol=1e-12)
+
+
+def _rotation(rng) -> np.ndarray:
+    q, r = np.linalg.qr(rng.normal(size=(3, 3)))
+    return q * np.sign(np.diag(r)) * np.linalg.det(q * np.sign(np.diag(r)))
