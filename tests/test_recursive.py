@@ -119,7 +119,7 @@ def test_coriolis_blocks_of_a_body_and_their_move_to_the_parent():
     the composite rule Q' = R Q Rᵀ − (R k) pᵀ + (p · R k) 1 is the upper-left block of Xᵀ B X, X the motion transform
     from the parent's coordinates to the child's. Numbers, against B written out as 6 × 6 products."""
     from codegen.model.common import skew
-    from codegen.model.recursive import b_matrix, body_k, body_q, moved_q, spatial_inertia
+    from codegen.model.recursive import body_k, body_q, moved_q, spatial_inertia
 
     rng = np.random.default_rng(7)
     for _ in range(5):
@@ -127,7 +127,7 @@ def test_coriolis_blocks_of_a_body_and_their_move_to_the_parent():
         inertia = sp.Matrix(a @ a.T + 0.1 * np.eye(3))
         inertia = spatial_inertia(sp.Float(rng.uniform(0.5, 3.0)), sp.Matrix(rng.normal(size=3)), inertia)
         v = sp.Matrix(rng.normal(size=6))
-        b = b_matrix(inertia, v)
+        b = _b_matrix(inertia, v)
         q, k = body_q(inertia, v), body_k(inertia, v)
         assert np.allclose(np.array(q, float), np.array(b[:3, :3], float), atol=1e-12)
         assert np.allclose(np.array(k, float), np.array((inertia * v)[3:, :], float), atol=1e-12)
@@ -142,6 +142,32 @@ def test_coriolis_blocks_of_a_body_and_their_move_to_the_parent():
         assert np.allclose(np.array(moved_q(R, p, q, R * k), float), np.array(moved[:3, :3], float), atol=1e-12)
         assert np.allclose(np.array(moved[3:, :3], float), -np.array(skew(R * k), float), atol=1e-12)
         assert np.allclose(np.array(moved[:, 3:], float), 0, atol=1e-12)
+
+
+def _b_matrix(inertia: sp.Matrix, v: sp.Matrix) -> sp.Matrix:
+    """B = ½[(v×*) I + (I v)×̄* − I (v×)] written out: v×* = −(v×)ᵀ, and (f ×̄*) v = v ×* f."""
+    def motion_cross(x):
+        w, u = np.array(x[:3], float).ravel(), np.array(x[3:], float).ravel()
+        out = np.zeros((6, 6))
+        out[:3, :3] = out[3:, 3:] = _skew(w)
+        out[3:, :3] = _skew(u)
+        return out
+
+    def force_bar_cross(f):
+        n, k = np.array(f[:3], float).ravel(), np.array(f[3:], float).ravel()
+        out = np.zeros((6, 6))
+        out[:3, :3] = -_skew(n)
+        out[:3, 3:] = out[3:, :3] = -_skew(k)
+        return out
+
+    inertia_n = np.array(inertia, float)
+    v_n = np.array(v, float).ravel()
+    cross = motion_cross(v_n)
+    return sp.Matrix((-cross.T @ inertia_n + force_bar_cross(inertia_n @ v_n) - inertia_n @ cross) / 2)
+
+
+def _skew(x) -> np.ndarray:
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
 
 
 def _rotation(rng) -> np.ndarray:

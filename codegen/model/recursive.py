@@ -92,16 +92,6 @@ def force_cross(v: sp.Matrix) -> sp.Matrix:
     return -motion_cross(v).T
 
 
-def force_bar_cross(f: sp.Matrix) -> sp.Matrix:
-    """The matrix F with F v = v ×* f (so F = ``f ×̄*``)."""
-    n, k = f[:3, 0], f[3:, 0]
-    out = sp.zeros(6, 6)
-    out[:3, :3] = -_cross(n)
-    out[:3, 3:] = -_cross(k)
-    out[3:, :3] = -_cross(k)
-    return out
-
-
 def spatial_inertia(mass, com: sp.Matrix, inertia: sp.Matrix) -> sp.Matrix:
     """Spatial inertia about the origin of a body with centre ``com`` and inertia ``inertia`` about it."""
     c = _cross(com)
@@ -111,11 +101,6 @@ def spatial_inertia(mass, com: sp.Matrix, inertia: sp.Matrix) -> sp.Matrix:
     out[3:, :3] = mass * c.T
     out[3:, 3:] = mass * sp.eye(3)
     return out
-
-
-def b_matrix(inertia: sp.Matrix, v: sp.Matrix) -> sp.Matrix:
-    """Echeandia & Wensing's B(I, v) = ½[(v×*) I + (I v)×̄* − I (v×)] of a rigid body: C = Σ_bodies Jᵀ (I J̇ + B J)."""
-    return (force_cross(v) * inertia + force_bar_cross(inertia * v) - inertia * motion_cross(v)) / 2
 
 
 def body_q(inertia: sp.Matrix, v: sp.Matrix) -> sp.Matrix:
@@ -569,7 +554,7 @@ def derive_recursive(description: RobotDescription, progress: Progress | None = 
     for i, parent, inertia, psi_m in rotors:
         parent_v = root_velocity if parent < 0 else velocity[parent]
         v_m = let_v(parent_v + psi_m * qd[i])
-        b_m = let_m(b_matrix(inertia, v_m))
+        b_m = b_composite(let_m(body_q(inertia, v_m)), let_v(body_k(inertia, v_m)))
         jac = {j: (s_j, let_v(motion_cross(v_j) * s_j))
                for j, (s_j, v_j) in (root_columns if parent < 0 else columns[parent]).items()}
         own = (psi_m, let_v(motion_cross(parent_v) * psi_m))
