@@ -117,53 +117,55 @@ def test_coriolis_blocks_of_a_body_and_their_move_to_the_parent():
     """The Coriolis matrix's per-body block Q (formed without the momentum's angular part) is the upper-left block of
     Echeandia & Wensing's B = ½[(v×*) I + (I v)×̄* − I (v×)], B's right half is zero and its lower-left block is −k×;
     the composite rule Q' = R Q Rᵀ − (R k) pᵀ + (p · R k) 1 is the upper-left block of Xᵀ B X, X the motion transform
-    from the parent's coordinates to the child's. Numbers, against B written out as 6 × 6 products."""
-    from codegen.model.common import skew
-    from codegen.model.recursive import body_k, body_q, moved_q, spatial_inertia
+    from the parent's coordinates to the child's. Numbers, against B and X written out here with numpy."""
+    from codegen.model.recursive import body_k, body_q, moved_q
 
     rng = np.random.default_rng(7)
     for _ in range(5):
         a = rng.normal(size=(3, 3))
-        inertia = sp.Matrix(a @ a.T + 0.1 * np.eye(3))
-        inertia = spatial_inertia(sp.Float(rng.uniform(0.5, 3.0)), sp.Matrix(rng.normal(size=3)), inertia)
-        v = sp.Matrix(rng.normal(size=6))
+        mass, com = rng.uniform(0.5, 3.0), rng.normal(size=3)
+        inertia = np.zeros((6, 6))  # about the frame's origin: [[I_c + m c× c×ᵀ, m c×], [m c×ᵀ, m 1]]
+        inertia[:3, :3] = a @ a.T + 0.1 * np.eye(3) + mass * _skew(com) @ _skew(com).T
+        inertia[:3, 3:] = mass * _skew(com)
+        inertia[3:, :3] = mass * _skew(com).T
+        inertia[3:, 3:] = mass * np.eye(3)
+        v = rng.normal(size=6)
         b = _b_matrix(inertia, v)
-        q, k = body_q(inertia, v), body_k(inertia, v)
-        assert np.allclose(np.array(q, float), np.array(b[:3, :3], float), atol=1e-12)
-        assert np.allclose(np.array(k, float), np.array((inertia * v)[3:, :], float), atol=1e-12)
-        assert np.allclose(np.array(b[3:, :3], float), -np.array(skew(k), float), atol=1e-12)
-        assert np.allclose(np.array(b[:, 3:], float), 0, atol=1e-12)
-        R = sp.Matrix(_rotation(rng))
-        p = sp.Matrix(rng.normal(size=3))
-        X = sp.zeros(6, 6)  # parent -> child: [[Rᵀ, 0], [−Rᵀ p×, Rᵀ]]
+        k = (inertia @ v)[3:]
+        q = np.array(body_q(sp.Matrix(inertia), sp.Matrix(v)), float)
+        assert np.allclose(np.array(body_k(sp.Matrix(inertia), sp.Matrix(v)), float).ravel(), k, atol=1e-12)
+        assert np.allclose(q, b[:3, :3], atol=1e-12)
+        assert np.allclose(b[3:, :3], -_skew(k), atol=1e-12)
+        assert np.allclose(b[:, 3:], 0, atol=1e-12)
+        R, p = _rotation(rng), rng.normal(size=3)
+        X = np.zeros((6, 6))  # parent -> child: [[Rᵀ, 0], [−Rᵀ p×, Rᵀ]]
         X[:3, :3] = X[3:, 3:] = R.T
-        X[3:, :3] = -R.T * skew(p)
-        moved = X.T * b * X
-        assert np.allclose(np.array(moved_q(R, p, q, R * k), float), np.array(moved[:3, :3], float), atol=1e-12)
-        assert np.allclose(np.array(moved[3:, :3], float), -np.array(skew(R * k), float), atol=1e-12)
-        assert np.allclose(np.array(moved[:, 3:], float), 0, atol=1e-12)
+        X[3:, :3] = -R.T @ _skew(p)
+        moved = X.T @ b @ X
+        q_parent = moved_q(sp.Matrix(R), sp.Matrix(p), sp.Matrix(q), sp.Matrix(R @ k))
+        assert np.allclose(np.array(q_parent, float), moved[:3, :3], atol=1e-12)
+        assert np.allclose(moved[3:, :3], -_skew(R @ k), atol=1e-12)
+        assert np.allclose(moved[:, 3:], 0, atol=1e-12)
 
 
-def _b_matrix(inertia: sp.Matrix, v: sp.Matrix) -> sp.Matrix:
+def _b_matrix(inertia: np.ndarray, v: np.ndarray) -> np.ndarray:
     """B = ½[(v×*) I + (I v)×̄* − I (v×)] written out: v×* = −(v×)ᵀ, and (f ×̄*) v = v ×* f."""
     def motion_cross(x):
-        w, u = np.array(x[:3], float).ravel(), np.array(x[3:], float).ravel()
+        w, u = x[:3], x[3:]
         out = np.zeros((6, 6))
         out[:3, :3] = out[3:, 3:] = _skew(w)
         out[3:, :3] = _skew(u)
         return out
 
     def force_bar_cross(f):
-        n, k = np.array(f[:3], float).ravel(), np.array(f[3:], float).ravel()
+        n, k = f[:3], f[3:]
         out = np.zeros((6, 6))
         out[:3, :3] = -_skew(n)
         out[:3, 3:] = out[3:, :3] = -_skew(k)
         return out
 
-    inertia_n = np.array(inertia, float)
-    v_n = np.array(v, float).ravel()
-    cross = motion_cross(v_n)
-    return sp.Matrix((-cross.T @ inertia_n + force_bar_cross(inertia_n @ v_n) - inertia_n @ cross) / 2)
+    cross = motion_cross(v)
+    return (-cross.T @ inertia + force_bar_cross(inertia @ v) - inertia @ cross) / 2
 
 
 def _skew(x) -> np.ndarray:
