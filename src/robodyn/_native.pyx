@@ -213,8 +213,8 @@ cdef enum:
 # of that time (ns per call, two threads each calling the same routine, released / held): Panda C (3,343
 # operations) 480 / 270, Panda ID derivatives (6,743) 870 / 570, Talos M (8,085) 1,060 / 720, Panda FD derivatives
 # (8,531) 1,000 / 1,010, Talos FD (16,157) 2,070 / 2,270, Talos C (27,635) 2,410 / 3,730, Talos ID derivatives
-# (112,123) 13,300 / 22,500; one thread alone is always faster held. In "auto" mode the GIL is released for batches and for routines of at least this many
-# operations.
+# (112,123) 13,300 / 22,500; one thread alone is always faster held. In "auto" mode the GIL is released for
+# batches and for routines of at least this many operations.
 HEAVY_OPERATIONS = 15000
 
 
